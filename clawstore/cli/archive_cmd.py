@@ -56,13 +56,13 @@ def ls_command(file: Path, as_json: bool) -> None:
 
     manifest = read_manifest(file)
     if as_json:
-        click.echo(json.dumps(manifest.signed, indent=2, sort_keys=True))
+        click.echo(json.dumps(manifest.document(), indent=2, sort_keys=True))
         return
     objects = manifest.objects
     click.echo(f"campaign  {manifest.campaign_id}")
     click.echo(f"build     {manifest.build_id}")
     click.echo(f"head      {manifest.head}")
-    click.echo(f"objects   {len(objects)} ({size_text(sum(size for _, size in objects))} stored)")
+    click.echo(f"objects   {len(objects)} ({size_text(objects.stored_bytes)} stored)")
     click.echo(f"actions   {len(manifest.actions)}")
     for name, target in sorted(manifest.refs.items()):
         click.echo(f"ref       {name} -> {target}")

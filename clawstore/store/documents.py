@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clawstore.errors import StoreError, one_line, quoted
 from clawstore.values.bounds import (
@@ -20,6 +20,9 @@ from clawstore.values.bounds import (
 )
 from clawstore.values.canonical import field_values
 from clawstore.values.costs import SOURCES, CostSum
+
+if TYPE_CHECKING:
+    from clawstore.store.services.archive_listing import ObjectListing
 
 # ------------------------------------------------------------------------------------------ reading
 
@@ -456,21 +459,37 @@ ARCHIVE_VERSION = 1
 
 
 @dataclass(frozen=True)
+class SignatureCheck:
+    """What checking an archive manifest's signature over its bytes found: the key that signed it (None: unsigned),
+    or why it does not verify (trust/signature.py signer_of)."""
+
+    signer: str | None
+    problem: str | None = None
+
+
+@dataclass(frozen=True)
 class ArchiveManifest:
     """An archive's manifest (layout and checks: store/services/archive.py read_archive_manifest): the
-    objects it holds ([hex, stored size], sorted), its entries and refs, the fields a campaign archive
-    adds (head, build_id, campaign, configs), and `signed`: the whole document as read, which its
-    signature covers (trust/signature.py)."""
+    objects it holds (sorted digests and their stored sizes, packed: a sequence of (hex, size)), its entries (key id
+    -> record id, packed, in key order) and refs, the fields a campaign archive adds (head, build_id, campaign,
+    configs), and `signed`: the document's other fields as read (its signature among them); `document()` is the whole
+    document, which the signature covers (trust/signature.py). `signature`: what checking it over the manifest's bytes
+    found, when the reader was asked to (None: not checked)."""
 
-    objects: list[list[Any]]
+    objects: ObjectListing
     refs: dict[str, str]
-    actions: dict[str, str]
+    actions: Mapping[str, str]
     signed: dict[str, Any]
     head: str | None = None
     build_id: str | None = None
     campaign: dict[str, Any] = field(default_factory=dict)
     configs: dict[str, Any] | None = None
     version: int = ARCHIVE_VERSION
+    signature: SignatureCheck | None = None
+
+    def document(self) -> dict[str, Any]:
+        """The whole manifest as JSON values (for `claw archive ls --json`: every object and entry, as lists)."""
+        return {**self.signed, "objects": self.objects.to_json(), "actions": dict(self.actions.items())}
 
     @property
     def campaign_id(self) -> str | None:

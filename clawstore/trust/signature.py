@@ -57,7 +57,13 @@ def signed_json(manifest: dict[str, Any]) -> bytes:
 def signer(manifest: dict[str, Any]) -> str | None:
     """The key whose valid signature the manifest carries; None if unsigned. BadSignature if the
     signature is malformed or does not verify (the content changed after signing, or it was forged)."""
-    field = manifest.get(FIELD)
+    return signer_of(manifest.get(FIELD), _message(manifest))
+
+
+def signer_of(field: Any, message: bytes | bytearray | memoryview) -> str | None:
+    """`signer` given the manifest's `signature` field (None: unsigned) and the message it signs: MESSAGE_PREFIX then
+    the manifest's canonical JSON without that field, as received (an archive's manifest checked over its own bytes,
+    the field cut out: never encoded again)."""
     if field is None:
         return None
     if not isinstance(field, dict) or not isinstance(field.get("key"), str) or not isinstance(
@@ -68,7 +74,7 @@ def signer(manifest: dict[str, Any]) -> str | None:
     except UsageError as exc:  # (the key's own text, as `claw trust add` says it)
         raise BadSignature(str(exc)) from None
     try:
-        public.verify(base64.b64decode(field["ed25519"], validate=True), _message(manifest))
+        public.verify(base64.b64decode(field["ed25519"], validate=True), message)
     except (InvalidSignature, binascii.Error, ValueError):
         raise BadSignature(f"its signature by {field['key']} does not verify (changed after signing, "
                            "or forged)") from None

@@ -7,12 +7,13 @@ import mmap
 import os
 import tempfile
 from array import array
-from collections.abc import Callable, Container, Iterable
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 import blake3
+import msgspec
 
 from clawstore.errors import MissingObjectError, UsageError, one_line, quoted
 from clawstore.host.durable import atomic_file
@@ -21,9 +22,17 @@ from clawstore.store.core.index import Loc
 from clawstore.store.core.leftovers import remove_stale_temp_files
 from clawstore.store.core.names import name_problem, ref_name_problem
 from clawstore.store.core.packmaps import PackMaps
-from clawstore.store.documents import ARCHIVE_FORMAT, ARCHIVE_VERSION, ArchiveManifest
+from clawstore.store.documents import ARCHIVE_FORMAT, ARCHIVE_VERSION, ArchiveManifest, SignatureCheck
+from clawstore.store.services.archive_listing import (
+    NO_ENTRIES,
+    ActionEntries,
+    ObjectListing,
+    SortedDigests,
+    scan_actions,
+    scan_objects,
+)
 from clawstore.store.services.archive_tar import TRAILER, Reader, TarFormatError, header, padding
-from clawstore.store.services.archive_verify import WHOLE_MAX, Kept, ObjectCheckError, Verifier
+from clawstore.store.services.archive_verify import WHOLE_MAX, Kept, ObjectCheckError, Stage, Verifier
 from clawstore.values import jsontext
 from clawstore.values.canonical import canonical_json
 
@@ -95,7 +104,7 @@ def write_archive(store: Store, out: Path, manifest: dict[str, Any],
     encoding the whole document at once (`canonical_json`), never held as Python objects. `object_ids`: ids or hex
     digests, or bytes of 32-byte digests one after the other (an export's: head_closure's `packed`), in any order,
     repeats ignored.
-    The summary's manifest holds every field but the object listing (`objects` empty; `signed` without it).
+    The summary's manifest holds every field but the object listing (`objects` empty).
     """
     digests = _sorted_digests(object_ids)
     count = len(digests) // 32
@@ -116,7 +125,7 @@ def write_archive(store: Store, out: Path, manifest: dict[str, Any],
     pack_names = list(packs)
     fields = {k: v for k, v in manifest.items() if k not in ("objects", signature_field())}
     fields.update(format=FORMAT, version=VERSION)
-    _check_manifest_fields(fields, _SortedDigests(digests), "export")
+    _check_manifest_fields(fields, SortedDigests(digests), "export")
     from clawstore.trust import signature  # (cryptography is loaded only where archives are written)
 
     remove_stale_temp_files(store)  # (a killed export's temp file beside its output, among others)
@@ -151,8 +160,10 @@ def write_archive(store: Store, out: Path, manifest: dict[str, Any],
             writer.write(TRAILER)
             writer.flush()
     fields[signature.FIELD] = sig
-    summary_manifest = ArchiveManifest(objects=[], refs=fields.get("refs", {}), actions=fields.get("actions", {}),
-                                       signed=fields, head=fields.get("head"), build_id=fields.get("build_id"),
+    summary_manifest = ArchiveManifest(objects=ObjectListing(b"", array("Q")), refs=fields.get("refs", {}),
+                                       actions=fields.get("actions", {}),
+                                       signed={k: v for k, v in fields.items() if k != "actions"},
+                                       head=fields.get("head"), build_id=fields.get("build_id"),
                                        campaign=fields.get("campaign") or {}, configs=fields.get("configs"),
                                        version=VERSION)
     return ArchiveSummary(out, PREFIX + writer.hexdigest(), writer.size, summary_manifest, count, sum(sizes))
@@ -182,23 +193,6 @@ def _sorted_digests(object_ids: Iterable[str] | bytes) -> bytes:
     import numpy as np  # (loaded only where archives are written: verify and import do without its ~40 MB)
 
     return np.unique(np.frombuffer(packed, dtype="V32")).tobytes()
-
-
-class _SortedDigests:
-    """`hex in present` for the export's own checks, by binary search in its sorted digests (no set of strs)."""
-
-    def __init__(self, digests: bytes):
-        import numpy as np
-
-        self._np = np
-        self._digests = np.frombuffer(digests, dtype="V32") if digests else np.zeros(0, dtype="V32")
-
-    def __contains__(self, hexdigest: object) -> bool:
-        if not isinstance(hexdigest, str) or not is_hex64(hexdigest):
-            return False
-        key = self._np.frombuffer(bytes.fromhex(hexdigest), dtype="V32")[0]
-        at = int(self._np.searchsorted(self._digests, key))
-        return at < len(self._digests) and self._digests[at] == key
 
 
 def _write_manifest_json(out: BinaryIO, fields: dict[str, Any], digests: bytes, sizes: array) -> int:
@@ -300,7 +294,7 @@ def _check_manifest(doc: Any, where: str) -> None:
     previous = ""
     for index, item in enumerate(listing):
         if (not isinstance(item, list) or len(item) != 2 or not isinstance(item[0], str) or not is_hex64(item[0])
-                or not isinstance(item[1], int) or isinstance(item[1], bool) or item[1] < 0):
+                or not isinstance(item[1], int) or isinstance(item[1], bool) or not 0 <= item[1] < 1 << 64):
             raise ArchiveError(f"{where}: manifest field 'objects[{index}]' is not [<64 hex>, <size>]")
         if item[0] <= previous:
             raise ArchiveError(f"{where}: manifest field 'objects[{index}]' is out of order or repeated")
@@ -356,9 +350,12 @@ def _check_named_fields(doc: dict[str, Any], present: Container[str], bad: Calla
         raise bad("configs", "is not an object")
 
 
-def scan_archive(path: Path, on_object: Callable[[str, int], Path | None] | None,
-          kept: Kept | None = None) -> ArchiveSummary:
-    """Read and verify the whole archive. `on_object(hex, size)` may name a new file to copy the frame into."""
+def scan_archive(path: Path, on_object: Callable[[str, int], Stage | None] | None,
+                 kept: Kept | None = None, signature: bool = False,
+                 on_manifest: Callable[[ObjectListing], None] | None = None) -> ArchiveSummary:
+    """Read and verify the whole archive. `on_object(hex, size)` may name where to copy the frame (a new file, or
+    a pack the import stages in); `on_manifest(listing)` is told the listing first. `signature`: check the
+    manifest's signature too (the verdict in `manifest.signature`, for the caller to act on)."""
     where = f"archive {path}"
     try:
         fh = open(path, "rb", buffering=1 << 20)  # noqa: SIM115 - closed below; many small members
@@ -371,10 +368,13 @@ def scan_archive(path: Path, on_object: Callable[[str, int], Path | None] | None
     try:
         with fh:
             reader = Reader(fh, file_hash.update)
-            manifest = _read_manifest_member(reader, where)
+            manifest = _read_manifest_member(reader, where, signature)
             listing = manifest.objects
+            if on_manifest is not None:
+                on_manifest(listing)
+            wanted = bytearray(len(listing))
             if kept is not None:  # records, read next by the entry checks
-                verifier.wanted = {oid[len(PREFIX):] for oid in manifest.actions.values()}
+                wanted = listing.places(_record_digests(manifest.actions))
                 verifier.kept = kept
             for index, (hexdigest, size) in enumerate(listing):
                 member = reader.next_header()
@@ -383,7 +383,7 @@ def scan_archive(path: Path, on_object: Callable[[str, int], Path | None] | None
                     got = "the end of the archive" if member is None else f"{member[0]} ({member[1]} bytes)"
                     raise ArchiveError(f"{where}: member {index + 1} should be {expected} ({size} bytes), "
                                        f"found {got}")
-                _read_object(reader, hexdigest, size, on_object, verifier)
+                _read_object(reader, hexdigest, size, on_object, verifier, wanted[index])
             verifier.finish()  # a damaged object is named before the seal says the file changed
             before_seal = file_hash.copy()
             member = reader.next_header()
@@ -404,12 +404,17 @@ def scan_archive(path: Path, on_object: Callable[[str, int], Path | None] | None
         raise ArchiveError(f"{where}: cannot read ({exc.strerror})") from None
     finally:
         verifier.close()
-    return ArchiveSummary(path, PREFIX + file_hash.hexdigest(), size, manifest, len(listing),
-                          sum(size for _, size in listing))
+    return ArchiveSummary(path, PREFIX + file_hash.hexdigest(), size, manifest, len(listing), listing.stored_bytes)
 
 
-def _read_manifest_member(reader: Reader, where: str) -> ArchiveManifest:
-    """The archive's first member, its manifest, read and checked."""
+def _record_digests(actions: Mapping[str, str]) -> Iterator[bytes]:
+    if isinstance(actions, ActionEntries):
+        return actions.record_digests()
+    return (bytes.fromhex(record[len(PREFIX):]) for record in actions.values())
+
+
+def _read_manifest_member(reader: Reader, where: str, signature: bool = False) -> ArchiveManifest:
+    """The archive's first member, its manifest, read and checked (`signature`: its signature checked too)."""
     try:
         first = reader.next_header()
     except TarFormatError:
@@ -421,36 +426,167 @@ def _read_manifest_member(reader: Reader, where: str) -> ArchiveManifest:
         raise ArchiveError(f"{where}: not a clawstore archive ({why})")
     if first[1] > _MANIFEST_MAX:
         raise ArchiveError(f"{where}: manifest too large ({first[1]} bytes)")
-    parts: list[bytes] = []
-    reader.read_data(first[1], parts.append)
-    return _parse_manifest(b"".join(parts), where)
+    prefix = b""
+    if signature:
+        from clawstore.trust.signature import MESSAGE_PREFIX as prefix
+    # Read into one buffer, with room before it for what a signed message begins with: the signature is checked
+    # over these bytes, its field cut out in place (never a second copy, never encoded again).
+    buffer = bytearray(len(prefix) + first[1])
+    buffer[:len(prefix)] = prefix
+    at = len(prefix)
+
+    def fill(piece: bytes) -> None:
+        nonlocal at
+        buffer[at:at + len(piece)] = piece
+        at += len(piece)
+
+    reader.read_data(first[1], fill)
+    return _parse_manifest(buffer, len(prefix), where, signature)
 
 
-def _parse_manifest(body: bytes, where: str) -> ArchiveManifest:
+def _parse_manifest(buffer: bytearray, start: int, where: str, signature: bool = False) -> ArchiveManifest:
+    """The manifest in buffer[start:]. A manifest in its canonical form (every claw writes it so) is read with its
+    two big fields scanned into arrays (`_parse_canonical`); anything else is parsed whole as before, which accepts
+    what it accepted and refuses what it refused, in the same words."""
+    manifest = _parse_canonical(buffer, start, signature)
+    if manifest is not None:
+        return manifest
+    body = bytes(memoryview(buffer)[start:])
     try:
         doc = jsontext.loads(body)
     except (UnicodeDecodeError, ValueError):
         raise ArchiveError(f"{where}: damaged manifest (not JSON)") from None
-    manifest = read_archive_manifest(doc, where)
+    manifest = read_archive_manifest(doc, where, signature)
     if canonical_json(doc) != body:
         raise ArchiveError(f"{where}: damaged manifest (not in canonical form)")
     return manifest
 
 
-def read_archive_manifest(doc: Any, where: str) -> ArchiveManifest:
+_TOP_FIELDS = msgspec.json.Decoder(dict[str, msgspec.Raw])  # each value left as its bytes (a view, not a copy)
+
+
+def _parse_canonical(buffer: bytearray, start: int, signature: bool) -> ArchiveManifest | None:
+    """The manifest in buffer[start:] if it is in canonical form and passes every check; None for anything else (the
+    caller's whole parse then says what is wrong, as it always did). Canonical form is proven piece by piece: the
+    top-level keys sorted, each written as canonical JSON writes it and followed by its value with no space, the
+    listing and the entries scanned by patterns that accept only their canonical spelling (archive_listing), every
+    other value parsed and encoded again to its very bytes. With `signature`, buffer[:start] holds what a signed
+    message begins with and the signature's field is then cut out of the buffer in place to check it."""
+    places = _top_fields(buffer, start)
+    if places is None:
+        return None
+    fields: dict[str, Any] = {}
+    listing: ObjectListing | None = None
+    entries = NO_ENTRIES
+    for name, (_, first, end) in places.items():
+        if name == "objects":
+            listing = scan_objects(buffer, first, end)
+            if listing is None:
+                return None
+        elif name == "actions":
+            scanned = scan_actions(buffer, first, end)
+            if scanned is None:
+                return None
+            entries = scanned
+        else:
+            text = bytes(memoryview(buffer)[first:end])
+            try:
+                value = jsontext.loads(text)
+                if canonical_json(value) != text:
+                    return None
+            except (ValueError, TypeError, RecursionError):
+                return None
+            fields[name] = value
+    if listing is None:
+        return None
+    try:
+        _check_manifest_fields(fields, listing, "manifest")
+    except ArchiveError:
+        return None
+    records = entries.records
+    for at in range(0, len(records), 32):
+        if listing.index(records[at:at + 32]) < 0:
+            return None  # (an entry naming a record not listed: said by the whole parse)
+    verdict = None
+    if signature:
+        verdict = _signature_over(buffer, start, places.get(signature_field()), fields.get(signature_field()))
+    return ArchiveManifest(objects=listing, refs=fields.get("refs", {}), actions=entries, signed=fields,
+                           head=fields.get("head"), build_id=fields.get("build_id"),
+                           campaign=fields.get("campaign") or {}, configs=fields.get("configs"),
+                           version=fields["version"], signature=verdict)
+
+
+def _top_fields(buffer: bytearray, start: int) -> dict[str, tuple[int, int, int]] | None:
+    """Where each top-level field of the JSON object in buffer[start:] is (its key's start, its value's start and
+    end), if the object is written as canonical JSON writes one at the top level: keys sorted and distinct, each in
+    canonical spelling, no space anywhere between; None otherwise. (No view of the buffer outlives this call.)"""
+    view = memoryview(buffer)[start:]
+    try:
+        raws = _TOP_FIELDS.decode(view)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    places: dict[str, tuple[int, int, int]] = {}
+    at = 1
+    previous: str | None = None
+    for name, raw in raws.items():
+        key = canonical_json(name)
+        if ((at > 1 and view[at - 1] != 0x2C)  # ,
+                or (previous is not None and name <= previous) or view[at:at + len(key)] != key
+                or view[at + len(key):at + len(key) + 1] != b":"):
+            return None
+        value_at = at + len(key) + 1
+        value = memoryview(raw)
+        if view[value_at:value_at + len(value)] != value:
+            return None
+        end = value_at + len(value)
+        places[name] = (start + at, start + value_at, start + end)
+        previous, at = name, end + 1
+    if len(view) < 2 or view[0] != 0x7B or at != len(view) or view[at - 1] != 0x7D:  # { ... }
+        return None
+    return places
+
+
+def _signature_over(buffer: bytearray, start: int, place: tuple[int, int, int] | None, field: Any) -> SignatureCheck:
+    """The signature's verdict over buffer: what a signed message begins with, then the manifest's canonical bytes
+    from `start` with the signature's field (`place`) cut out here, in place."""
+    from clawstore.trust import signature
+
+    if place is not None:
+        key_at, _, end = place
+        if end < len(buffer) - 1:  # a field follows: cut the field and its comma
+            del buffer[key_at:end + 1]
+        else:  # the last field: cut its comma before
+            del buffer[key_at - 1:end]
+    try:
+        return SignatureCheck(signature.signer_of(field, buffer))
+    except signature.BadSignature as exc:
+        return SignatureCheck(None, str(exc))
+
+
+def read_archive_manifest(doc: Any, where: str, signature: bool = False) -> ArchiveManifest:
     """A manifest from its JSON; ArchiveError (exit 2: the archive is bad input) naming the field a
-    hostile one gets wrong."""
+    hostile one gets wrong. `signature`: check the signature (over the document encoded again)."""
     _check_manifest(doc, where)
-    return ArchiveManifest(objects=doc["objects"], refs=doc.get("refs", {}), actions=doc.get("actions", {}),
-                           signed=doc, head=doc.get("head"), build_id=doc.get("build_id"),
-                           campaign=doc.get("campaign") or {}, configs=doc.get("configs"), version=doc["version"])
+    verdict = None
+    if signature:
+        from clawstore.trust import signature as signatures
+
+        try:
+            verdict = SignatureCheck(signatures.signer(doc))
+        except signatures.BadSignature as exc:
+            verdict = SignatureCheck(None, str(exc))
+    return ArchiveManifest(objects=ObjectListing.of_pairs(doc["objects"]), refs=doc.get("refs", {}),
+                           actions=ActionEntries.of_dict(doc.get("actions", {})),
+                           signed={k: v for k, v in doc.items() if k not in ("objects", "actions")},
+                           head=doc.get("head"), build_id=doc.get("build_id"), campaign=doc.get("campaign") or {},
+                           configs=doc.get("configs"), version=doc["version"], signature=verdict)
 
 
 def _read_object(reader: Reader, hexdigest: str, size: int,
-                 on_object: Callable[[str, int], Path | None] | None, verifier: Verifier) -> None:
+                 on_object: Callable[[str, int], Stage | None] | None, verifier: Verifier, wanted: int = 0) -> None:
     stage = on_object(hexdigest, size) if on_object else None
     if size <= WHOLE_MAX:  # one read, no joining of pieces
-        verifier.check_whole(hexdigest, reader.read_whole(size), stage)
+        verifier.check_whole(hexdigest, reader.read_whole(size), stage, bool(wanted))
         return
     verifier.start(hexdigest, stage)
     reader.read_data(size, verifier.feed)
@@ -462,12 +598,13 @@ def verify_archive(path: Path) -> ArchiveSummary:
     return scan_archive(Path(path), None)
 
 
-def read_manifest(path: Path) -> ArchiveManifest:
-    """Only the manifest (fast: the first member); use verify_archive to trust the rest."""
+def read_manifest(path: Path, signature: bool = False) -> ArchiveManifest:
+    """Only the manifest (fast: the first member); use verify_archive to trust the rest. `signature`: check its
+    signature too (the verdict in `.signature`)."""
     where = f"archive {path}"
     try:
         with open(path, "rb") as fh:
-            return _read_manifest_member(Reader(fh, lambda _data: None), where)
+            return _read_manifest_member(Reader(fh, lambda _data: None), where, signature)
     except FileNotFoundError:
         raise ArchiveError(f"{where}: no such file") from None
     except TarFormatError as exc:

@@ -13,8 +13,9 @@ import errno
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -35,6 +36,7 @@ from clawstore.store.core.layout import FORMAT_FILE
 from clawstore.store.documents import ArchiveManifest
 from clawstore.store.refs import RefConflict, check_ref_name
 from clawstore.store.services.archive import ArchiveError, ArchiveSummary, read_manifest, scan_archive
+from clawstore.store.services.archive_listing import ActionEntries
 from clawstore.store.services.archive_verify import WHOLE_MAX, FrameSource, Kept, PackStage, Stage
 from clawstore.values import jsontext
 
@@ -69,7 +71,7 @@ class ArchiveContents:
     """Read access, during an import, to the objects of a verified archive before any is published:
     those it stages and those the store already has. For the caller's checks (`check=`)."""
 
-    def __init__(self, store: Store, staged: Mapping[str, Path | FrameSource], listed: set[str],
+    def __init__(self, store: Store, staged: Mapping[str, Path | FrameSource], listed: Container[str],
                  kept: dict[str, bytes] | None = None):
         self._store, self._staged, self._listed = store, staged, listed
         self._kept = kept or {}  # contents already decoded and verified while the archive was read
@@ -170,7 +172,7 @@ def import_archive(store: Store, path: Path, pins: Iterable[str] = (), check: Co
     and `check(manifest, contents)` passed, and importing twice changes nothing. `pins`: extra refs to the archive's
     head; `untrusted`: keep unsigned content apart. Details: docs/gc-and-archives.md (Details by module)."""
     path = Path(path)
-    staged: dict[str, Stage] = {}
+    staged: dict[str, Path] = {}  # large frames, each in a file of its own (small ones: in `shared`, by place)
     present = 0
     shared = PackStage(store.runtime.own_pack)
 
@@ -181,19 +183,17 @@ def import_archive(store: Store, path: Path, pins: Iterable[str] = (), check: Co
             present += 1
             return None
         if size <= WHOLE_MAX:
-            staged[hexdigest] = shared
-        else:
-            staged[hexdigest] = store.tmp_dir / temp_name()
+            return shared
+        staged[hexdigest] = store.tmp_dir / temp_name()
         return staged[hexdigest]
 
     with store.lease("archive-import " + path.name):
         try:
             kept = Kept()
-            summary = scan_archive(path, on_object, kept)
+            summary = scan_archive(path, on_object, kept, signature=True, on_manifest=shared.attach)
             report = ImportReport(summary, present_objects=present)
             pin_refs = _pin_refs(summary.manifest, pins)
-            listed = {item[0] for item in summary.manifest.objects}
-            contents = ArchiveContents(store, staged, listed, kept.contents)
+            contents = ArchiveContents(store, _Staged(staged, shared), summary.manifest.objects, kept.contents)
             _check_entries(summary.manifest.actions, contents, str(path))
             if check is not None:
                 check(summary.manifest, contents)
@@ -209,7 +209,7 @@ def import_archive(store: Store, path: Path, pins: Iterable[str] = (), check: Co
             write_actions(store, summary.manifest.actions, report)
             write_refs(store, refs, report)
         else:
-            report.kept_apart = store.keep_apart(report.signer, summary.manifest.actions, refs,
+            report.kept_apart = store.keep_apart(report.signer, dict(summary.manifest.actions.items()), refs,
                                                  report.summary.digest)
     return report
 
@@ -217,16 +217,43 @@ def import_archive(store: Store, path: Path, pins: Iterable[str] = (), check: Co
 def archive_signer(path: Path) -> str | None:
     """The key whose signature the archive's manifest carries (None: unsigned), reading only the
     manifest; ArchiveError if the signature is forged or damaged. Import verifies everything again."""
-    return _signer(read_manifest(path), f"archive {path}")
+    return _signer(read_manifest(path, signature=True), f"archive {path}")
 
 
 def _signer(manifest: ArchiveManifest, where: str) -> str | None:
-    from clawstore.trust import signature
+    """The key whose signature the manifest carries (checked as it was read, over its bytes); ArchiveError if it does
+    not verify."""
+    verdict = manifest.signature
+    if verdict is None:
+        raise ValueError("the manifest was read without checking its signature")
+    if verdict.problem is not None:
+        raise ArchiveError(f"{where}: {verdict.problem}")
+    return verdict.signer
 
-    try:
-        return signature.signer(manifest.signed)
-    except signature.BadSignature as exc:
-        raise ArchiveError(f"{where}: {exc}") from None
+
+class _Staged(Mapping[str, "Path | FrameSource"]):
+    """Where an import staged each new object: large ones in files of their own, small ones in its pack."""
+
+    def __init__(self, files: dict[str, Path], shared: PackStage):
+        self._files, self._shared = files, shared
+
+    def get(self, hexdigest: str, default: Path | FrameSource | None = None) -> Path | FrameSource | None:
+        found = self._files.get(hexdigest)
+        if found is not None:
+            return found
+        return self._shared if self._shared.holds(hexdigest) else default
+
+    def __getitem__(self, hexdigest: str) -> Path | FrameSource:
+        found = self.get(hexdigest)
+        if found is None:
+            raise KeyError(hexdigest)
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        raise TypeError("the staged objects are not listed one by one")
+
+    def __len__(self) -> int:
+        raise TypeError("the staged objects are not counted")
 
 
 def untrusted_why(signer: str | None, verb: str = "import") -> str:
@@ -238,10 +265,15 @@ def untrusted_why(signer: str | None, verb: str = "import") -> str:
            "to keep it apart)"
 
 
-def _check_entries(actions: dict[str, str], contents: ArchiveContents, where: str) -> None:
+def _in_key_order(actions: Mapping[str, str]) -> Iterable[tuple[str, str]]:
+    """An archive's entries come in key order (packed); others are sorted."""
+    return actions.items() if isinstance(actions, ActionEntries) else sorted(actions.items())
+
+
+def _check_entries(actions: Mapping[str, str], contents: ArchiveContents, where: str) -> None:
     """Every action-cache entry the archive brings must verify against its input document (each entry,
     whether or not the store has one for that key: a refused archive is refused whole)."""
-    for key, record_id in sorted(actions.items()):
+    for key, record_id in _in_key_order(actions):
         why = contents.entry_problem(key, record_id)
         if why is not None:
             raise ArchiveError(f"{where}: action-cache entry {one_line(str(key), 80)}: {why}")
@@ -255,53 +287,65 @@ def _pin_refs(manifest: ArchiveManifest, pins: Iterable[str]) -> dict[str, str]:
     return wanted  # type: ignore[return-value]
 
 
-def _publish(store: Store, staged: dict[str, Stage], shared: PackStage, report: ImportReport) -> None:
-    """Index every staged object with one durability barrier: the small ones where they were staged
-    (the import's own pack, sealed first), the large ones appended from their staging files."""
-    if not staged:
-        return
+PUBLISH_EACH = 1 << 16  # objects (or entries) one commit names: its pending index entries, ~250 bytes each, bounded
+
+
+def _publish(store: Store, staged: dict[str, Path], shared: PackStage, report: ImportReport) -> None:
+    """Index every staged object: the small ones where they were staged (the import's own pack, sealed first), the
+    large ones appended from their staging files; PUBLISH_EACH objects a commit (a commit holds each pending, and its
+    segment is read in place once written). An import killed between two leaves objects named and no entry or ref
+    naming them yet: gc's after its grace, or the next import's (nothing the archive refs is visible before all is)."""
     writer = shared.seal()
-    adopted = 0
-    with store.batch():
-        for hexdigest, stage in sorted(staged.items()):
-            digest = bytes.fromhex(hexdigest)
-            if isinstance(stage, PackStage):
-                assert writer is not None  # a frame was staged there, so the pack exists
-                blob = stage.spans[hexdigest]
-                size, added = blob.length, store.adopt_blob(digest, blob, writer)
+    if writer is None and not staged:
+        return
+    blobs = shared.staged()
+    while chunk := list(islice(blobs, PUBLISH_EACH)):
+        assert writer is not None  # a frame was staged there, so the pack exists
+        adopted = 0
+        with store.batch():
+            for blob in chunk:
+                added = store.adopt_blob(blob.id, blob, writer)
                 adopted += added
-            else:
-                size, added = stage.stat().st_size, store.put_frame_file(digest, stage)
-            if added:  # another writer may have it now
+                if added:  # another writer may have it now
+                    report.new_bytes += blob.length
+                    report.new_objects += 1
+        if adopted:
+            shared.published = True  # an index names the pack now: it stays (else nothing names it: it goes)
+        del chunk
+    with store.batch():
+        for hexdigest, path in sorted(staged.items()):
+            size, added = path.stat().st_size, store.put_frame_file(bytes.fromhex(hexdigest), path)
+            if added:
                 report.new_bytes += size
                 report.new_objects += 1
-    shared.published = adopted > 0  # else nothing names the pack: it goes
 
 
-def _unstage(staged: dict[str, Stage], shared: PackStage) -> None:
+def _unstage(staged: dict[str, Path], shared: PackStage) -> None:
     """Remove the staging files of large frames; the pack of small ones too unless it was published."""
     if not shared.published:
         shared.discard()
     for stage in staged.values():
-        if isinstance(stage, Path):
-            with contextlib.suppress(FileNotFoundError):
-                stage.unlink()
+        with contextlib.suppress(FileNotFoundError):
+            stage.unlink()
     staged.clear()
 
 
-def write_actions(store: Store, actions: dict[str, str], report: ImportReport) -> None:
+def write_actions(store: Store, actions: Mapping[str, str], report: ImportReport) -> None:
     """Entries the store lacks point at the archive's records; the store's own entries are kept, unless
     one is a failure a build would run again and the archive's record a result (actions.takes_over)."""
     now = time.time_ns()
     entries: dict[bytes, tuple[bytes | None, int]] = {}
     store.runtime.index.refresh()
-    for key, record in sorted(actions.items()):
+    for key, record in _in_key_order(actions):
         current = get_action_record_id(store, key, look_again=False)  # index/ listed once, not per key
         if current is not None and not takes_over(store.get_bytes, current, record):
             report.actions_kept += current != record
             continue
         entries[key_digest(key)] = (bytes.fromhex(record[len(PREFIX):]), now)
         report.actions_written += 1
+        if len(entries) >= PUBLISH_EACH:  # (a commit's pending entries bounded, as _publish's objects)
+            set_entries(store, entries)
+            entries = {}
     set_entries(store, entries)
 
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+from array import array
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import BinaryIO, Protocol
@@ -23,6 +24,7 @@ from clawstore.errors import StoreError, UsageError
 from clawstore.store.core.codec import decompressor
 from clawstore.store.core.ids import PREFIX
 from clawstore.store.core.packfile import KIND_OBJECT, Blob, PackWriter
+from clawstore.store.services.archive_listing import SortedDigests
 
 OBJECT_MODE = 0o444  # staged frames are never edited
 
@@ -40,7 +42,8 @@ KEEP_BUDGET = 64 << 20  # all of them: entries may point at anything, decompress
 
 class PackStage:
     """Small frames of an import, written as they are found good into a pack of the import's own that nothing names
-    until the import publishes it (deleted if it fails). `read(hex)` gives a frame back. Details:
+    until the import publishes it (deleted if it fails). `read(hex)` gives a frame back. Where each frame went is kept
+    by its place in the archive's listing (`attach`), in two arrays: no entry per object. Details:
     docs/gc-and-archives.md (Details by module)."""
 
     FLUSH_BYTES = 1 << 20
@@ -53,8 +56,18 @@ class PackStage:
         self._queued: list[tuple[int, bytes, list[bytes | memoryview]]] = []
         self._queued_bytes = 0
         self._queued_index: dict[str, int] = {}
-        self.spans: dict[str, Blob] = {}
+        self.listing = SortedDigests(b"")
+        self._offsets = array("Q")  # by place in the listing: where the frame is in the pack
+        self._lengths = array("Q")  # (0: not staged here)
+        self._hint = 0  # frames come in the listing's order, but for those the pool checked
+        self._asked = ("", -1)  # the last frame looked for, and its place
         self.published = False  # set by the importer once an index names the pack
+
+    def attach(self, listing: SortedDigests) -> None:
+        """The archive's listing: every frame appended is one of its objects."""
+        self.listing = listing
+        self._offsets = array("Q", bytes(8 * len(listing)))
+        self._lengths = array("Q", bytes(8 * len(listing)))
 
     @property
     def path(self) -> Path | None:
@@ -77,20 +90,49 @@ class PackStage:
             blobs = self.writer.append_many(self._queued)
         except OSError as exc:  # the store's disk, not the archive
             raise StoreError(f"cannot stage objects in {self.writer.path.parent}: {exc.strerror}") from None
-        for hexdigest, index in self._queued_index.items():
-            self.spans[hexdigest] = blobs[index]
+        for blob in blobs:
+            at = self.listing.index(blob.id, self._hint)
+            if at < 0:
+                raise ValueError(f"{PREFIX}{blob.id.hex()} is not in the archive's listing")
+            self._offsets[at], self._lengths[at] = blob.offset, blob.length
+            self._hint = at + 1
+        self._asked = ("", -1)
         self._queued.clear()
         self._queued_index.clear()
         self._queued_bytes = 0
+
+    def _place(self, hexdigest: str) -> int:
+        if hexdigest == self._asked[0]:  # (an importer's check asks `holds`, then `read`, of one frame)
+            return self._asked[1]
+        at = self.listing.index(bytes.fromhex(hexdigest)) if len(hexdigest) == 64 else -1
+        at = at if at >= 0 and self._lengths[at] else -1
+        self._asked = (hexdigest, at)
+        return at
+
+    def holds(self, hexdigest: str) -> bool:
+        """Was this frame staged here?"""
+        with self._lock:
+            if hexdigest in self._queued_index:
+                return True
+        return self._place(hexdigest) >= 0
 
     def read(self, hexdigest: str) -> bytes:
         with self._lock:
             index = self._queued_index.get(hexdigest)
             if index is not None:
                 return bytes(self._queued[index][2][0])
-        blob = self.spans[hexdigest]
+        at = self._place(hexdigest)
+        if at < 0:
+            raise KeyError(hexdigest)
         assert self.writer is not None
-        return os.pread(self.writer.fd, blob.length, blob.offset)
+        return os.pread(self.writer.fd, self._lengths[at], self._offsets[at])
+
+    def staged(self) -> Iterator[Blob]:
+        """Every frame staged here (after `seal`), in the listing's order."""
+        listing, lengths = self.listing, self._lengths
+        for at in range(len(lengths)):
+            if lengths[at]:
+                yield Blob(KIND_OBJECT, listing.digest_at(at), self._offsets[at], lengths[at])
 
     def seal(self) -> PackWriter | None:
         """Write what is queued, add the pack's trailer and make it durable; the writer (None: empty)."""
@@ -188,15 +230,15 @@ class Verifier:
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="archive-verify")
         self._pending: deque[tuple[str, int, Future[tuple[str | None, bytes | None]]]] = deque()
         self._pending_bytes = 0
-        self.wanted: set[str] = set()  # ids whose content to keep (small JSON the importer reads next)
         self.kept = Kept()
 
     def _damaged(self, hexdigest: str, why: str) -> ObjectCheckError:
         return ObjectCheckError(f"{self._where}: object {PREFIX}{hexdigest} is damaged ({why})")
 
-    def check_whole(self, hexdigest: str, frame: bytes, stage: Stage | None = None) -> None:
+    def check_whole(self, hexdigest: str, frame: bytes, stage: Stage | None = None, wanted: bool = False) -> None:
         """A complete member of at most WHOLE_MAX bytes: checked (and staged) by the pool when it
-        declares a content size of at most WHOLE_MAX, else streamed here."""
+        declares a content size of at most WHOLE_MAX, else streamed here. `wanted`: its content is kept (`kept`) if
+        there is room (small JSON the importer reads next)."""
         declared = _declared_size(frame)
         if declared is None or declared > WHOLE_MAX:
             self.start(hexdigest, stage if isinstance(stage, Path) else None)
@@ -207,7 +249,7 @@ class Verifier:
             if isinstance(stage, PackStage):
                 stage.append(hexdigest, frame)  # checked: staged whole
             return
-        keep = hexdigest in self.wanted and self.kept.reserve(declared)
+        keep = wanted and self.kept.reserve(declared)
         if len(frame) <= INLINE_MAX:
             why, content = _check_whole(frame, hexdigest, stage, keep)
             if why:
