@@ -263,7 +263,7 @@ class Project:
         if by_case is not None:
             # Every model's layers come in the order the stamp lists them (its build's first window has them all).
             per_model = {m: {k: Counter({"fresh": n}) for k, n in kinds.items()} for m, kinds in by_case.fresh_layers()}
-            planned = fold_windows(by_case.campaign, self.store, False, _fold_status, seen)
+            planned = fold_windows(by_case.campaign, self.store, False, _fold_status, seen, reasoned=False)
             self._say_untrusted(seen)
             if all(kind in per_model.get(model, {}) for model, kinds in planned.items() for kind in kinds):
                 for model, kinds in planned.items():
@@ -273,7 +273,7 @@ class Project:
                 return Status(cid, per_model, never_built_message(self.store, cid))
         collected = self.collect()
         cid = self.campaign.campaign_id
-        per_model = fold_windows(self.campaign, self.store, False, _fold_status, seen)
+        per_model = fold_windows(self.campaign, self.store, False, _fold_status, seen, reasoned=False)
         if by_case is None:  # (said above otherwise: the cases planned alone hold every node the build runs)
             self._say_untrusted(seen)
         pending = sum(len(d.covered) for d in collected.batches if d.campaign_id == cid)
