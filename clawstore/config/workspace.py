@@ -151,8 +151,10 @@ def _check_path_problems(case: TestCase, directory: Path, root_real: Path) -> li
     return problems
 
 
-def _load_case(ws: Workspace, path: Path) -> CaseEntry | CaseStub:
-    outside = escapes(path, ws.root_real)
+def _load_case(ws: Workspace, path: Path, cases: str | None = None) -> CaseEntry | CaseStub:
+    """`cases`: the cases' directory when it leads inside the workspace (a case below it with no symlink among its
+    names leads inside too: two lstats, where a realpath was one a directory of the whole path)."""
+    outside = None if cases is not None and _no_link_below(str(path), cases) else escapes(path, ws.root_real)
     if outside is not None:  # a symlinked case folder or test.yaml leading out of the workspace
         ws.add_issue(path, "", outside_message(ws.rel(path), outside))
         return CaseStub(path, None, None)
@@ -189,8 +191,10 @@ def _load_case(ws: Workspace, path: Path) -> CaseEntry | CaseStub:
 
 def _load_cases(ws: Workspace) -> None:
     first_path: dict[str, Path] = {}
+    cases = str(ws.configs_dir / "cases")
+    inside = cases if escapes(Path(cases), ws.root_real) is None else None
     for path in discover_cases(ws.configs_dir):
-        loaded = _load_case(ws, path)
+        loaded = _load_case(ws, path, inside)
         case_id = loaded.case_id
         if case_id is None:
             ws.broken_cases.append(loaded)  # type: ignore[arg-type]

@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 
 from clawstore.builder import api
@@ -93,3 +94,26 @@ def test_status_and_plan_of_a_stale_campaign_diff_no_input_document(
     code, _, err = claw("explain", *CAMPAIGN)  # (the runs' reasons: each a diff)
     assert code == 0, err
     assert diffed and set(diffed) == {"run"}, diffed
+
+
+def test_explain_and_dry_run_of_a_stale_campaign_write_their_lines_in_blocks(
+        ws: Workspace, claw: Claw, standin: StandIn, env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    # A line a write (and a flush: click.echo's) was 400,000 writes for `explain` at 10,000 × 5: the same text in
+    # blocks of ROWS_PER_WRITE lines.
+    store = Path(env["CLAW_STORE"])
+    _stale(ws, claw, standin, monkeypatch)
+    echoed: list[str] = []
+    echo = click.echo
+
+    def counted(message: Any = None, *args: Any, **kwargs: Any) -> None:
+        echoed.append(str(message))
+        echo(message, *args, **kwargs)
+
+    monkeypatch.setattr(click, "echo", counted)
+    for command in [("explain",), ("build", "--dry-run")]:
+        shutil.rmtree(store / STAMPS_DIR, ignore_errors=True)
+        echoed.clear()
+        code, out, err = claw(*command, *CAMPAIGN)
+        assert code == 0, err
+        assert out.count("\n") >= 128 and len(echoed) <= 3, (command, len(echoed))
+        assert "".join(line + "\n" for line in echoed) == out
