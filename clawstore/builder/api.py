@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from clawstore.builder.session import BuildSession
     from clawstore.config.campaign import Campaign, CampaignItem
     from clawstore.config.models import ModelConfig
+    from clawstore.config.parsed import ParsedCases
     from clawstore.providers import ProviderClient
     from clawstore.providers.client import ChatResult
     from clawstore.providers.endpoint import Endpoint
@@ -46,12 +47,12 @@ if TYPE_CHECKING:
     from clawstore.store.store import Store
 
 
-def load_campaign(request: CampaignRequest) -> Campaign:
-    """The campaign the request names (its `warnings` are the caller's to say)."""
+def load_campaign(request: CampaignRequest, parsed: ParsedCases | None = None) -> Campaign:
+    """The campaign the request names (its `warnings` are the caller's to say); `parsed`: config/parsed.py."""
     from clawstore.config import resolve_campaign
 
     return resolve_campaign(request.cwd, request.suite, request.run_profile, request.evaluation_profile,
-                            cases=request.cases, models=request.models)
+                            cases=request.cases, models=request.models, parsed=parsed)
 
 
 def _endpoint(model: ModelConfig) -> Endpoint:

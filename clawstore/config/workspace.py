@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -30,6 +30,9 @@ from clawstore.config.yamlio import YamlProblem, load_mapping, read_text
 from clawstore.errors import ConfigError, UsageError
 from clawstore.host.run_limits import workspace_problem
 from clawstore.values.workspace_paths import workspace_path_problem
+
+if TYPE_CHECKING:
+    from clawstore.config.parsed import ParsedCases
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -83,10 +86,11 @@ def discover_yaml(directory: Path) -> list[Path]:
 
 # ---------------------------------------------------------------------------------------------- loading
 
-def parse_config(ws: Workspace, path: Path, model: type[T]) -> tuple[T | None, dict[str, Any] | None]:
+def parse_config(ws: Workspace, path: Path, model: type[T], parsed: ParsedCases | None = None
+                 ) -> tuple[T | None, dict[str, Any] | None]:
     ws.files_checked += 1
     try:
-        raw = load_mapping(path)
+        raw = load_mapping(path, parsed)
     except YamlProblem as exc:
         ws.add_issue(path, "", str(exc))
         return None, None
@@ -158,7 +162,7 @@ def _load_case(ws: Workspace, path: Path, cases: str | None = None) -> CaseEntry
     if outside is not None:  # a symlinked case folder or test.yaml leading out of the workspace
         ws.add_issue(path, "", outside_message(ws.rel(path), outside))
         return CaseStub(path, None, None)
-    case, raw = parse_config(ws, path, TestCase)
+    case, raw = parse_config(ws, path, TestCase, ws.parsed)
     if case is None:
         return _stub(path, raw)
     directory = path.parent
@@ -304,13 +308,14 @@ def _unfreeze_at_exit() -> None:
     atexit.register(gc.unfreeze)
 
 
-def load_workspace(root: Path) -> Workspace:
-    """Load and validate every config under `root` (a workspace root, or its `configs/` dir)."""
+def load_workspace(root: Path, parsed: ParsedCases | None = None) -> Workspace:
+    """Load and validate every config under `root` (a workspace root, or its `configs/` dir); `parsed`: case files
+    parsed before, by their bytes (config/parsed.py)."""
     found = split_root(Path(os.path.normpath(Path(root).absolute())))
     if found is None:
         raise UsageError(f"{root} is not a workspace: it has no configs/ directory")
     with collector_paused():
-        return _load(Workspace(root=found[0], configs_dir=found[1]))
+        return _load(Workspace(root=found[0], configs_dir=found[1], parsed=parsed))
 
 
 def load_profiles(root: Path) -> Workspace:

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from clawstore.builder.engine import BuildReport
     from clawstore.builder.request import CampaignRequest
     from clawstore.config.campaign import Campaign
+    from clawstore.config.parsed import ParsedCases
     from clawstore.project import keeping  # (imported by the methods that keep: gc, pins, refs, archives)
     from clawstore.remote.config import Remote
     from clawstore.spend.estimate import SpendPlan
@@ -173,10 +174,27 @@ class Project:
         from clawstore.builder.cyclic_gc import collector_paused
 
         with collector_paused():
-            campaign = load_campaign(self.request)
+            campaign = load_campaign(self.request, self._parsed)
         for warning in campaign.warnings:
             self.say(f"warning: {warning}")
         return campaign
+
+    @functools.cached_property
+    def _parsed(self) -> ParsedCases:
+        """The case files the last build that planned in this store parsed, by their bytes (config/parsed.py; read
+        here, written by `build` alone)."""
+        from clawstore.config.parsed import for_store
+        from clawstore.project.places import workspace_root
+
+        return for_store(resolve_store_dir(self.store_dir, workspace_root(self.request.cwd)))
+
+    def _keep_parsed(self, store: Store) -> None:
+        """What this build's load parsed, for the read commands after it (config/parsed.py)."""
+        from clawstore.config.parsed import write
+
+        ws = self.campaign.workspace
+        if ws is not None and ws.parsed is not None:
+            write(Path(store.root), ws.parsed, {entry.file: entry.validated_from for entry in ws.cases.values()})
 
     @property
     def store(self) -> Store:
@@ -381,6 +399,7 @@ class Project:
                 seen.count(unbuilt_keys(self.campaign, self.store, failed=True))
             self._say_untrusted(seen)  # (before anything is paid)
             report = build(self.request, self, options)
+        self._keep_parsed(self.store)
         if found is not None and reads is not None:
             after = self._stamping(s.remote) if found.remote is not None else None
             stamping.leave_stamp(found, after, reads, report, self.campaign.items.cases)
