@@ -528,8 +528,14 @@ def _fold_status(windows: Iterator[list[NodeState]]) -> dict[str, dict[str, Coun
     per_model: dict[str, dict[str, Counter[str]]] = {}
     for states in windows:
         for s in states:
-            kinds = per_model.setdefault(s.node.address["model_id"], {})
-            kinds.setdefault(s.node.kind, Counter())[s.state] += 1
+            node = s.node
+            kinds = per_model.get(node.address["model_id"])
+            if kinds is None:
+                kinds = per_model[node.address["model_id"]] = {}
+            counts = kinds.get(node.kind)
+            if counts is None:  # (a Counter made a layer, not a node)
+                counts = kinds[node.kind] = Counter()
+            counts[s.state] += 1
     return per_model
 
 
