@@ -175,6 +175,7 @@ class Project:
 
         with collector_paused():
             campaign = load_campaign(self.request, self._parsed)
+        self._parsed.loaded(writes=not self.absent_empty)  # (a command that only reads writes none)
         for warning in campaign.warnings:
             self.say(f"warning: {warning}")
         return campaign
