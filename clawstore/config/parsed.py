@@ -3,26 +3,23 @@ here instead of parsing it again when its file holds the same bytes (a stale cam
 spent a fifth of its time parsing YAML that had not changed since the build).
 
 A build that plans (no stamp answered it) writes what it parsed into its store's `stamps/` directory (derived data, as
-the stamp: deleting it costs a parse); `claw status`, `explain`, `build --dry-run` and `plan` read it and never write
-it. It is sound because a file's mapping is a function of its bytes and of claw's code: each entry is the mapping
-parsed from the bytes its digest names (JSON text: a parsed config holds JSON values alone, config/yamlio.py), and the
-whole file is trusted only by the claw that wrote it (the code's digest as the stamp takes it, and Python's version)
-and only when its own digest holds (damaged: not read). The bytes looked up are the bytes read once: a file edited
-meanwhile is the old bytes or the new, each parsed as itself. Everything after the parse (validation, sources,
-attachments, paths, duplicate ids) runs as before. docs/building.md (Without a stamp: the parsed cases).
+the stamp: deleting it costs a parse; builder/parsed_cases.py); `claw status`, `explain`, `build --dry-run` and `plan`
+read it and never write it. It is sound because a file's mapping is a function of its bytes and of claw's code: each
+entry is the mapping parsed from the bytes its digest names (JSON text: a parsed config holds JSON values alone,
+config/yamlio.py), and the whole file is trusted only by the claw that wrote it (the code's digest as the stamp takes
+it, and Python's version) and only when its own digest holds (damaged: not read). The bytes looked up are the bytes
+read once: a file edited meanwhile is the old bytes or the new, each parsed as itself. Everything after the parse
+(validation, sources, attachments, paths, duplicate ids) runs as before. docs/building.md ("Every node stale: the
+parsed cases").
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import blake3
-
-FILE = "parsed-cases"  # in the store's stamps/ directory
-_MAGIC = "claw-parsed-cases 1"
 
 
 class ParsedCases:
@@ -52,79 +49,9 @@ class ParsedCases:
                 return found
         return parse_yaml_text(decoded(data))
 
-
     def loaded(self, writes: bool) -> None:
         """The load is over: the entries read let go (a mapping's text and its digest a case: 4.7 MB at 10,000 cases),
         and what this load parsed too unless it is written (`writes`: a build)."""
         self.known = {}
         if not writes:
             self.digests, self.texts = {}, {}
-
-
-def _header() -> str:
-    from clawstore.builder.stamp import code_digest
-
-    return json.dumps([_MAGIC, code_digest(), sys.version])
-
-
-def path_of(store_root: Path) -> Path:
-    from clawstore.builder.stamp import STAMPS_DIR
-
-    return Path(store_root) / STAMPS_DIR / FILE
-
-
-def read(store_root: Path) -> ParsedCases:
-    """The entries of the store's file when this claw wrote it and it is whole; else none (every case parsed)."""
-    try:
-        data = path_of(store_root).read_bytes()
-    except OSError:
-        return ParsedCases()
-    body, _, digest = data.rpartition(b"\n")
-    lines = body.split(b"\n")
-    if blake3.blake3(body).hexdigest().encode() != digest or lines[0].decode(errors="replace") != _header():
-        return ParsedCases()  # (another claw's, or damaged: parse)
-    known = {}
-    try:
-        for line in lines[1:]:
-            name, _, text = line.partition(b"\t")
-            known[bytes.fromhex(name.decode())] = text.decode()
-    except ValueError:  # (whole, yet not as written: parse)
-        return ParsedCases()
-    return ParsedCases(known)
-
-
-def write(store_root: Path, parsed: ParsedCases, mappings: dict[str, bytes]) -> bool:
-    """Write the entries of the case files `mappings` names (path -> its mapping, pickled: config/catalog.py CaseEntry)
-    when they are not what the file holds already; False when nothing was written."""
-    import pickle
-
-    from clawstore.host.durable import write_file_atomic
-    from clawstore.store.core.layout import StoreLayout
-
-    entries: dict[bytes, str] = {}
-    for file, pickled in mappings.items():
-        digest = parsed.digests.get(file)
-        if digest is None:
-            continue
-        text = parsed.texts.get(digest)
-        if text is None:
-            text = json.dumps(pickle.loads(pickled), separators=(",", ":"))  # (ASCII: one line, whatever it holds)
-            if json.dumps(json.loads(text), separators=(",", ":")) != text:
-                continue  # (not JSON as written: parsed each time)
-        entries[digest] = text
-    if not entries or entries.keys() == parsed.known.keys():
-        return False
-    body = "\n".join([_header(), *(f"{digest.hex()}\t{text}" for digest, text in sorted(entries.items()))]).encode()
-    target = path_of(store_root)
-    try:
-        target.parent.mkdir(exist_ok=True)
-        write_file_atomic(target, [body, b"\n", blake3.blake3(body).hexdigest().encode()], StoreLayout(store_root).tmp,
-                          durable=False)
-    except OSError:
-        return False
-    return True
-
-
-def for_store(store_root: Path | None) -> ParsedCases:
-    """The store's entries (none without a store: every case parsed)."""
-    return ParsedCases() if store_root is None else read(store_root)

@@ -8,7 +8,7 @@ import stat
 from collections.abc import Hashable
 from math import isfinite
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import yaml
 
@@ -18,9 +18,6 @@ from clawstore.config.limits import INT_MAX, INT_MIN, MAX_CONFIG_BYTES, MAX_INT_
 from clawstore.config.yamlshape import ShapeProblem, check_json_depth, check_yaml_shape
 from clawstore.errors import quoted
 from clawstore.values.jsontext import without_lone_surrogates
-
-if TYPE_CHECKING:
-    from clawstore.config.parsed import ParsedCases
 
 try:  # libyaml is several times faster; the pure-Python loader accepts the same documents
     _Base: type = yaml.CSafeLoader
@@ -220,7 +217,13 @@ def read_bytes(path: Path) -> bytes:
         raise YamlProblem(f"cannot read file: {exc.strerror or exc}") from None
 
 
-def load_mapping(path: Path, parsed: ParsedCases | None = None) -> dict[str, Any]:
+class Parser(Protocol):
+    """What parses a config file's bytes in place of `parse_yaml_text` (config/parsed.py ParsedCases)."""
+
+    def parse(self, path: Path, data: bytes) -> Any: ...
+
+
+def load_mapping(path: Path, parsed: Parser | None = None) -> dict[str, Any]:
     """The file's top-level mapping; an empty file is `{}` (so required fields are reported). `parsed`: case files
     parsed before, by their bytes (config/parsed.py)."""
     data = parse_yaml_text(read_text(path)) if parsed is None else parsed.parse(path, read_bytes(path))

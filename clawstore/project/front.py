@@ -184,14 +184,14 @@ class Project:
     def _parsed(self) -> ParsedCases:
         """The case files the last build that planned in this store parsed, by their bytes (config/parsed.py; read
         here, written by `build` alone)."""
-        from clawstore.config.parsed import for_store
+        from clawstore.builder.parsed_cases import for_store
         from clawstore.project.places import workspace_root
 
         return for_store(resolve_store_dir(self.store_dir, workspace_root(self.request.cwd)))
 
     def _keep_parsed(self, store: Store) -> None:
-        """What this build's load parsed, for the read commands after it (config/parsed.py)."""
-        from clawstore.config.parsed import write
+        """What this build's load parsed, for the read commands after it (builder/parsed_cases.py)."""
+        from clawstore.builder.parsed_cases import write
 
         ws = self.campaign.workspace
         if ws is not None and ws.parsed is not None:

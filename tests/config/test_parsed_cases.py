@@ -1,7 +1,8 @@
-"""Case files parsed before, by their bytes (config/parsed.py): a build that plans keeps what it parsed in its store;
-`status`, `explain`, `build --dry-run` and `plan` of the campaign after it take each unchanged case's mapping from there
-instead of parsing its YAML again, and answer exactly as parsing does. An edited file is parsed (its bytes are new),
-as is every file when the cache is another claw's or damaged; the read commands never write it.
+"""Case files parsed before, by their bytes (config/parsed.py, builder/parsed_cases.py): a build that plans keeps
+what it parsed in its store; `status`, `explain`, `build --dry-run` and `plan` of the campaign after it take each
+unchanged case's mapping from there instead of parsing its YAML again, and answer exactly as parsing does. An edited
+file is parsed (its bytes are new), as is every file when the cache is another claw's or damaged; the read commands
+never write it.
 
 Real in-process `claw` commands on a workspace built against the stand-in provider, its provider's URL moved after the
 build (every node stale: no stamp answers, every command loads the campaign).
@@ -16,8 +17,9 @@ from typing import Any
 
 import pytest
 
-from clawstore.builder import stamp
-from clawstore.config import parsed, yamlio
+from clawstore.builder import parsed_cases, stamp
+from clawstore.config import yamlio
+from clawstore.config.parsed import ParsedCases
 from clawstore.testing.standin import StandIn, text
 from tests.support.claw import Claw
 from tests.support.judging import JUDGE, eval_profile, judge_reply
@@ -40,7 +42,7 @@ def built(ws: Workspace, claw: Claw, standin: StandIn, env: dict[str, str], monk
     code, _, err = claw.build(*CAMPAIGN[4:], "--output", "json")
     assert code == 0, err
     monkeypatch.setenv("OPENROUTER_BASE_URL", f"{standin.url}/moved/v1")
-    return parsed.path_of(Path(env["CLAW_STORE"]))
+    return parsed_cases.path_of(Path(env["CLAW_STORE"]))
 
 
 @pytest.fixture
@@ -71,7 +73,7 @@ def _answers(claw: Claw, store: Path) -> list[tuple[int, str, str]]:
 
 def _parsing_every_case(claw: Claw, store: Path, monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, str, str]]:
     with monkeypatch.context() as patched:
-        patched.setattr(parsed, "read", lambda store_root: parsed.ParsedCases())
+        patched.setattr(parsed_cases, "read", lambda store_root: ParsedCases())
         return _answers(claw, store)
 
 
