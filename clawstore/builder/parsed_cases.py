@@ -4,6 +4,7 @@ that wrote it (the code's digest, as the stamp takes it, and Python's version) a
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -46,28 +47,26 @@ def read(store_root: Path) -> ParsedCases:
 
 
 def write(store_root: Path, parsed: ParsedCases, mappings: dict[str, bytes]) -> bool:
-    """Write the entries of the case files `mappings` names (path -> its mapping, pickled: config/catalog.py CaseEntry)
-    when they are not what the file holds already; False when nothing was written."""
+    """Write the entries of the case files `mappings` names (path -> its mapping, pickled: config/catalog.py CaseEntry;
+    `parsed`: their digests) unless the file holds those already; False when nothing was written."""
     import pickle
 
     from clawstore.host.durable import write_file_atomic
     from clawstore.store.core.layout import StoreLayout
 
-    entries: dict[bytes, str] = {}
-    for file, pickled in mappings.items():
-        digest = parsed.digests.get(file)
-        if digest is None:
-            continue
-        text = parsed.texts.get(digest)
-        if text is None:
-            text = json.dumps(pickle.loads(pickled), separators=(",", ":"))  # (ASCII: one line, whatever it holds)
-            if json.dumps(json.loads(text), separators=(",", ":")) != text:
-                continue  # (not JSON as written: parsed each time)
-        entries[digest] = text
-    if not entries or entries.keys() == parsed.known.keys():
+    wanted = {parsed.digests[file]: pickled for file, pickled in mappings.items() if file in parsed.digests}
+    if not wanted:
         return False
+    entries: dict[bytes, str] = {}
+    for digest, pickled in wanted.items():
+        text = json.dumps(pickle.loads(pickled), separators=(",", ":"))  # (ASCII: one line, whatever it holds)
+        if json.dumps(json.loads(text), separators=(",", ":")) == text:  # (else not JSON as written: parsed each time)
+            entries[digest] = text
     body = "\n".join([_header(), *(f"{digest.hex()}\t{text}" for digest, text in sorted(entries.items()))]).encode()
     target = path_of(store_root)
+    with contextlib.suppress(OSError):
+        if target.read_bytes() == body + b"\n" + blake3.blake3(body).hexdigest().encode():
+            return False  # (what the last build wrote: the same entries, each as this build parsed it)
     try:
         target.parent.mkdir(exist_ok=True)
         write_file_atomic(target, [body, b"\n", blake3.blake3(body).hexdigest().encode()], StoreLayout(store_root).tmp,

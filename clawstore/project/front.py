@@ -182,11 +182,15 @@ class Project:
 
     @functools.cached_property
     def _parsed(self) -> ParsedCases:
-        """The case files the last build that planned in this store parsed, by their bytes (config/parsed.py; read
-        here, written by `build` alone)."""
+        """The case files the last build that planned in this store parsed, by their bytes (config/parsed.py), for a
+        command that only reads (`absent_empty`); none for the others: a build parses every case (what it sends is
+        what the files hold, never an entry of derived data), and writes them."""
         from clawstore.builder.parsed_cases import for_store
+        from clawstore.config.parsed import ParsedCases
         from clawstore.project.places import workspace_root
 
+        if not self.absent_empty:
+            return ParsedCases()
         return for_store(resolve_store_dir(self.store_dir, workspace_root(self.request.cwd)))
 
     def _keep_parsed(self, store: Store) -> None:

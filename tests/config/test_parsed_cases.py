@@ -10,11 +10,13 @@ build (every node stale: no stamp answers, every command loads the campaign).
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import blake3
 import pytest
 
 from clawstore.builder import parsed_cases, stamp
@@ -128,3 +130,23 @@ def test_a_cache_of_another_claw_damaged_or_missing_is_not_read(
     assert _answers(claw, store) == expected
     assert _case_parses(parses) == 8 * len(expected)
     assert built.exists() == (why != "not there")  # (nor written by them)
+
+
+def test_a_build_parses_every_case_whatever_the_file_holds(
+        built: Path, claw: Claw, standin: StandIn, parses: list[str]) -> None:
+    # An entry of derived data never decides what is sent: here c02's replaced by another prompt, the file's digest made
+    # to hold (as only someone writing into the store could), which a read command would take.
+    body, _, _ = built.read_bytes().rpartition(b"\n")
+    planted = body.replace(b"Question 2: word word word", b"Planted prompt: word word")
+    assert planted != body
+    built.write_bytes(planted + b"\n" + blake3.blake3(planted).hexdigest().encode())
+    code, out, _ = claw("explain", *CAMPAIGN)  # (a read command takes the entry: derived data the store holds)
+    assert code == 0 and "Planted prompt" in out
+    parses.clear()
+    sent = len(standin.requests)
+    code, _, err = claw.build(*CAMPAIGN[4:], "--output", "json")  # (every run stale: each sent again)
+    assert code == 0, err
+    assert _case_parses(parses) == 8
+    prompts = [json.dumps(r["messages"]) for r in standin.requests[sent:] if r["model"].startswith("vendor/")]
+    assert any("Question 2: word word" in p for p in prompts) and not any("Planted" in p for p in prompts)
+    assert b"Planted" not in built.read_bytes()  # (the build wrote what it parsed)
