@@ -1,11 +1,13 @@
 """How claw grows with the campaign (issue 54): the same campaign at two sizes, each run and judged once
 against the stand-in, printing for each the cold build's wall time, CPU per request and peak memory,
-the no-op rebuild's time, and the read commands' wall time and peak memory; then the ratios of the
+the no-op rebuild's time, and the read commands' wall time and peak memory (with --stale, also those of `status`,
+`build --dry-run`, `explain` and `plan` with every node stale: another provider URL, as after an edit of the provider
+or a model); then the ratios of the
 larger to the smaller, and a bare httpx loop's CPU per request to the same stand-in as the baseline.
 The bare loop is taken three times (before each size's builds and after the last: this machine moves it by a
 third from one minute to the next) and its median is the baseline; all three are printed.
 
-Usage: python bench/growth_bench.py [--small 2000 --large 10000 --models 5] [--commands]
+Usage: python bench/growth_bench.py [--small 2000 --large 10000 --models 5] [--commands] [--stale]
 """
 
 from __future__ import annotations
@@ -41,6 +43,14 @@ READ_COMMANDS: dict[str, tuple[str, ...]] = {
     "plan": ("plan", *CAMPAIGN),
     "fsck": ("fsck",),
     "view": ("view", *CAMPAIGN, "--out", "view.html"),
+}
+# The read commands of the same campaign with every node stale (--stale): what users meet after editing a model, a
+# judge or a provider URL. Another base URL changes every run's key; nothing is sent (the bench checks that).
+STALE_COMMANDS: dict[str, tuple[str, ...]] = {
+    "status (stale)": ("status", *CAMPAIGN),
+    "build --dry-run (stale)": ("build", *CAMPAIGN, "--dry-run"),
+    "explain (stale)": ("explain", *CAMPAIGN),
+    "plan (stale)": ("plan", *CAMPAIGN),
 }
 
 
@@ -89,7 +99,8 @@ def bare_loop_cpu(server: StandIn, requests: int) -> float:
     return (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) / requests
 
 
-def one_size(server: StandIn, tmp: Path, name: str, cases: int, models: int, commands: bool) -> dict[str, Measured]:
+def one_size(server: StandIn, tmp: Path, name: str, cases: int, models: int, commands: bool,
+             stale: bool = False) -> dict[str, Measured]:
     root = tmp / f"ws-{name}"  # (by name, not size: --small and --large may be equal, two builds of one size)
     generate(root, cases, models, evaluation=True, judge_repetitions=1)
     env = {"OPENROUTER_API_KEY": "bench-key-0123456789", "OPENROUTER_BASE_URL": server.base_url,
@@ -105,6 +116,10 @@ def one_size(server: StandIn, tmp: Path, name: str, cases: int, models: int, com
     names = READ_COMMANDS if commands else {"build (no-op)": READ_COMMANDS["build (no-op)"]}
     for name, args in names.items():
         found[name] = measure(root, args, env)
+    if stale:  # (last: the stale commands leave nothing a fresh one would read differently, but keep them apart)
+        moved = {**env, "OPENROUTER_BASE_URL": f"{server.url}/moved/v1"}
+        for name, args in STALE_COMMANDS.items():
+            found[name] = measure(root, args, moved)
     assert len(server.requests) - sent == requests, "a read command or a no-op sent requests"
     print(f"{cases} x {models}: {requests} requests")
     return found
@@ -116,14 +131,18 @@ def main() -> None:
     parser.add_argument("--large", type=int, default=10000, help="cases of the larger campaign")
     parser.add_argument("--models", type=int, default=5)
     parser.add_argument("--commands", action="store_true", help="also time every read command")
+    parser.add_argument("--stale", action="store_true",
+                        help="also time status, build --dry-run, explain and plan with every node stale")
     parser.add_argument("--bare-requests", type=int, default=2000)
     args = parser.parse_args()
     with StandIn() as server, tempfile.TemporaryDirectory(prefix="claw-growth-") as scratch:
         bares = [bare_loop_cpu(server, args.bare_requests)]
         server.script("judge/j", judge_reply(7))
-        small = one_size(server, Path(scratch), "small", args.small, args.models, args.commands)
+        small = one_size(server, Path(scratch), "small", args.small, args.models, args.commands,
+                         args.stale)
         bares.append(bare_loop_cpu(server, args.bare_requests))
-        large = one_size(server, Path(scratch), "large", args.large, args.models, args.commands)
+        large = one_size(server, Path(scratch), "large", args.large, args.models, args.commands,
+                         args.stale)
         bares.append(bare_loop_cpu(server, args.bare_requests))
     bare = statistics.median(bares)
     print(f"bare httpx loop: {bare * 1000:.2f} ms CPU per request (median of "

@@ -45,7 +45,7 @@ SMOKE = {
     "transfer_bench": ["--small", "3", "--large", "6", "--models", "1"],
     "index_bench": ["--entries", "3000", "--small", "2", "--rounds", "1"],
     "floor_bench": ["--requests", "16", "--threads", "4", "--runs", "1"],
-    "growth_bench": ["--small", "4", "--large", "8", "--models", "1", "--commands", "--bare-requests", "50"],
+    "growth_bench": ["--small", "4", "--large", "8", "--models", "1", "--commands", "--stale", "--bare-requests", "50"],
     "inflight_bench": ["--cases", "10", "--slow-cases", "4", "--models", "1", "--latencies", "0", "0.1"],
     "gc_fsck_bench": ["--cases", "6", "--models", "2", "--runs", "1", "--drop-model"],
     "fn_cpu_bench": ["--cases", "3", "--models", "1"],

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from clawstore.builder.session import BuildSession
     from clawstore.config.campaign import Campaign, CampaignItem
     from clawstore.config.models import ModelConfig
+    from clawstore.config.parsed import ParsedCases
     from clawstore.providers import ProviderClient
     from clawstore.providers.client import ChatResult
     from clawstore.providers.endpoint import Endpoint
@@ -46,12 +47,12 @@ if TYPE_CHECKING:
     from clawstore.store.store import Store
 
 
-def load_campaign(request: CampaignRequest) -> Campaign:
-    """The campaign the request names (its `warnings` are the caller's to say)."""
+def load_campaign(request: CampaignRequest, parsed: ParsedCases | None = None) -> Campaign:
+    """The campaign the request names (its `warnings` are the caller's to say); `parsed`: config/parsed.py."""
     from clawstore.config import resolve_campaign
 
     return resolve_campaign(request.cwd, request.suite, request.run_profile, request.evaluation_profile,
-                            cases=request.cases, models=request.models)
+                            cases=request.cases, models=request.models, parsed=parsed)
 
 
 def _endpoint(model: ModelConfig) -> Endpoint:
@@ -389,14 +390,14 @@ T = TypeVar("T")
 
 
 def fold_windows(campaign: Campaign, store: Store, force: bool, fold: Callable[[Iterator[list[NodeState]]], T],
-                 seen: UntrustedSeen | None = None) -> T:
+                 seen: UntrustedSeen | None = None, reasoned: bool = True) -> T:
     """`fold` of inspect_windows; again from the start with the head read whole when its nodes are out of order
     (nothing `fold` made of the windows before is kept). `seen`: counts this plan's nodes kept apart (its count
-    before is dropped: what it says is of the last plan)."""
+    before is dropped: what it says is of the last plan). `reasoned`: see inspect_windows."""
     def windows(whole_head: bool) -> Iterator[list[NodeState]]:
         if seen is not None:
             seen.signers.clear()
-        for states in inspect_windows(campaign, store, force, whole_head=whole_head):
+        for states in inspect_windows(campaign, store, force, whole_head=whole_head, reasoned=reasoned):
             if seen is not None:
                 seen.see(states)
             yield states
@@ -432,13 +433,15 @@ def kept_states(campaign: Campaign, store: Store, force: bool, keep: Callable[[N
 
 
 def inspect_windows(campaign: Campaign, store: Store, force: bool = False, runs: int | None = None,
-                    whole_head: bool = False) -> Iterator[list[NodeState]]:
+                    whole_head: bool = False, reasoned: bool = True) -> Iterator[list[NodeState]]:
     """inspect_campaign a window of about `runs` (default: a build's) runs at a time, as a build plans
     (graph/plan.py `window_items`): each window's run states, then its evaluation nodes' in the order of their
     runs. A window holds whole cases in case order, every model of each, so the whole campaign's order (models,
     then cases; runs before evaluations) is the windows' states taken section by section, model by model, window
     by window (builder/inorder.py). The head is read a window's cases at a time too (graph/explain.py
-    `HeadByCases`: HeadOutOfOrder, unless `whole_head`, when its nodes are not in case order)."""
+    `HeadByCases`: HeadOutOfOrder, unless `whole_head`, when its nodes are not in case order). Without `reasoned`,
+    each state's reasons are left empty (`claw status` and `claw plan` print none): a stale node's are a diff of its
+    input document against its last build's, read from the store (most of a stale campaign's plan)."""
     with collector_paused():
         with contextlib.suppress(OSError, StoreError):  # (a store this user cannot write is read as it is)
             store.adopt_orphans()
@@ -459,7 +462,7 @@ def inspect_windows(campaign: Campaign, store: Store, force: bool = False, runs:
                 layer.add_head(previous, head.whole)
                 nodes += _eval_nodes(layer, nodes, pending, previous)
                 layer.forget_cases(cases)  # (no later window has them)
-            yield _states(nodes, pending, previous, store, force)
+            yield _states(nodes, pending, previous, store, force, reasoned)
         head.finish()
 
 
@@ -529,15 +532,16 @@ def _plan_all(campaign: Campaign, store: Store) -> tuple[list[Node], dict[str, s
 
 
 def _states(nodes: list[Node], pending: dict[str, str], previous: HeadNodes, store: Store,
-            force: bool) -> list[NodeState]:
+            force: bool, reasoned: bool = True) -> list[NodeState]:
     states = []
     for node in nodes:
         before = previous.get(address_id(node.kind, node.address))
         if node.key in pending:
             state = "stale" if before is not None else "never-built"
-            states.append(NodeState(node, state, [pending[node.key]]))
+            states.append(NodeState(node, state, [pending[node.key]] if reasoned else []))
             continue
-        states.append(NodeState(node, classify(node, before), reasons(node, before, store, force)))
+        states.append(NodeState(node, classify(node, before),
+                                reasons(node, before, store, force) if reasoned else []))
     return states
 
 

@@ -26,7 +26,7 @@ class InOrder:
     def __init__(self, model_ids: list[str]):
         self._models = {model_id: index for index, model_id in enumerate(model_ids)}
         self._window: dict[tuple[int, int], list[Any]] = {}
-        self._blocks: dict[tuple[int, int], list[int]] = {}  # (section, model) -> offsets of its blocks
+        self._blocks: dict[tuple[int, int], list[tuple[int, int]]] = {}  # (section, model) -> its blocks' places
         self._file = tempfile.TemporaryFile()  # noqa: SIM115 - closed once read back (or with this object)
 
     def add(self, kind: str, model_id: str, value: Any) -> None:
@@ -34,16 +34,19 @@ class InOrder:
 
     def end_window(self) -> None:
         for place, values in self._window.items():
-            self._blocks.setdefault(place, []).append(self._file.tell())
-            marshal.dump(values, self._file)
+            data = marshal.dumps(values)
+            self._blocks.setdefault(place, []).append((self._file.tell(), len(data)))
+            self._file.write(data)
         self._window = {}
 
     def __iter__(self) -> Iterator[Any]:
         self.end_window()
         try:
             for place in sorted(self._blocks):
-                for offset in self._blocks[place]:
+                for offset, size in self._blocks[place]:
+                    # (a block read whole, then decoded: `marshal.load` of the file reads it a field at a time, a
+                    # call each: a fifth of `claw explain`'s time at 200,000 nodes)
                     self._file.seek(offset)
-                    yield from marshal.load(self._file)
+                    yield from marshal.loads(self._file.read(size))
         finally:
             self._file.close()

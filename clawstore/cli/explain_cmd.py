@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import click
 
-from clawstore.cli.build_view import node_label, note, write_json
+from clawstore.cli.build_view import echo_lines, node_label, note, write_json
 from clawstore.cli.common import OUTPUT, campaign_options, campaign_project
 from clawstore.report.terminal import print_tables, stdout_is_terminal
 from clawstore.report.terminal import table as rich_table
@@ -40,10 +41,13 @@ def explain(suite: str, run_profile: str, evaluation_profile: str | None, cases:
         print_tables(rich_table(["NODE", "STATE", "WHAT CHANGED"], rows, [False, False, False],
                                 title=f"why {len(rows)} node(s) of {cid} would execute"))
         return
-    for s in stale:
-        click.echo(f"{node_label(s.node)} ({s.state}):")
-        for reason in s.reasons:
-            click.echo(f"  {reason}")
+    def lines() -> Iterator[str]:
+        for s in stale:
+            yield f"{node_label(s.node)} ({s.state}):"
+            for reason in s.reasons:
+                yield f"  {reason}"
+
+    echo_lines(lines())
 
 
 def register(group: click.Group) -> None:

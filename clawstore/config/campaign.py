@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from pydantic import BaseModel
 
@@ -33,6 +33,9 @@ from clawstore.config.selection import matching_assignments, may_select, select_
 from clawstore.config.workspace import collector_paused, load_workspace, parse_config
 from clawstore.errors import ConfigError, UsageError
 from clawstore.values.costs import declared_prices
+
+if TYPE_CHECKING:
+    from clawstore.config.parsed import ParsedCases
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -299,13 +302,15 @@ def resolve_campaign(
     evaluation_profile: str | None = None,
     cases: Sequence[str] = (),
     models: Sequence[str] = (),
+    parsed: ParsedCases | None = None,
 ) -> Campaign:
     """Load the workspace and expand one campaign into items; raise on any problem that concerns it.
 
-    Problems in files the campaign does not use (another suite, an unselected case) do not block it.
+    Problems in files the campaign does not use (another suite, an unselected case) do not block it. `parsed`: case
+    files parsed before, by their bytes (config/parsed.py).
     """
     with collector_paused():
-        return _resolve(_norm(Path(root_or_cwd)), suite, run_profile, evaluation_profile, cases, models)
+        return _resolve(_norm(Path(root_or_cwd)), suite, run_profile, evaluation_profile, cases, models, parsed)
 
 
 def campaign_profiles(cwd: Path, suite: str, run_profile: str, evaluation_profile: str | None
@@ -332,9 +337,9 @@ def campaign_profiles(cwd: Path, suite: str, run_profile: str, evaluation_profil
 
 def _resolve(
     cwd: Path, suite: str, run_profile: str, evaluation_profile: str | None,
-    cases: Sequence[str], models: Sequence[str],
+    cases: Sequence[str], models: Sequence[str], parsed: ParsedCases | None = None,
 ) -> Campaign:
-    ws = load_workspace(_workspace_root_for(suite, cwd))
+    ws = load_workspace(_workspace_root_for(suite, cwd), parsed)
     suite_loaded, suite_path, suite_outside = _pick(ws, "suite", suite, cwd, ws.suites, Suite)
     rp_loaded, rp_path, rp_outside = _pick(ws, "run profile", run_profile, cwd, ws.run_profiles, RunProfile)
     ep_loaded: Loaded[EvaluationProfile] | None = None

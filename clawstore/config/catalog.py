@@ -7,7 +7,7 @@ import pickle
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from pydantic import BaseModel
 
@@ -16,6 +16,9 @@ from clawstore.config.issues import ConfigIssue
 from clawstore.config.messages import ResolvedMessage, assemble, case_path
 from clawstore.config.models import Agent, EvaluationProfile, RunProfile, Suite, TestCase
 from clawstore.errors import ConfigError, one_line
+
+if TYPE_CHECKING:
+    from clawstore.config.parsed import ParsedCases
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -134,6 +137,7 @@ class Workspace:
     broken_cases: list[CaseStub] = field(default_factory=list)
     agent_dirs: set[str] = field(default_factory=set)  # directory names under configs/agents
     files_checked: int = 0
+    parsed: ParsedCases | None = field(default=None, repr=False, compare=False)  # config/parsed.py
 
     @property
     def ok(self) -> bool:

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -30,6 +30,9 @@ from clawstore.config.yamlio import YamlProblem, load_mapping, read_text
 from clawstore.errors import ConfigError, UsageError
 from clawstore.host.run_limits import workspace_problem
 from clawstore.values.workspace_paths import workspace_path_problem
+
+if TYPE_CHECKING:
+    from clawstore.config.parsed import ParsedCases
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -83,10 +86,11 @@ def discover_yaml(directory: Path) -> list[Path]:
 
 # ---------------------------------------------------------------------------------------------- loading
 
-def parse_config(ws: Workspace, path: Path, model: type[T]) -> tuple[T | None, dict[str, Any] | None]:
+def parse_config(ws: Workspace, path: Path, model: type[T], parsed: ParsedCases | None = None
+                 ) -> tuple[T | None, dict[str, Any] | None]:
     ws.files_checked += 1
     try:
-        raw = load_mapping(path)
+        raw = load_mapping(path, parsed)
     except YamlProblem as exc:
         ws.add_issue(path, "", str(exc))
         return None, None
@@ -151,12 +155,14 @@ def _check_path_problems(case: TestCase, directory: Path, root_real: Path) -> li
     return problems
 
 
-def _load_case(ws: Workspace, path: Path) -> CaseEntry | CaseStub:
-    outside = escapes(path, ws.root_real)
+def _load_case(ws: Workspace, path: Path, cases: str | None = None) -> CaseEntry | CaseStub:
+    """`cases`: the cases' directory when it leads inside the workspace (a case below it with no symlink among its
+    names leads inside too: two lstats, where a realpath was one a directory of the whole path)."""
+    outside = None if cases is not None and _no_link_below(str(path), cases) else escapes(path, ws.root_real)
     if outside is not None:  # a symlinked case folder or test.yaml leading out of the workspace
         ws.add_issue(path, "", outside_message(ws.rel(path), outside))
         return CaseStub(path, None, None)
-    case, raw = parse_config(ws, path, TestCase)
+    case, raw = parse_config(ws, path, TestCase, ws.parsed)
     if case is None:
         return _stub(path, raw)
     directory = path.parent
@@ -189,8 +195,10 @@ def _load_case(ws: Workspace, path: Path) -> CaseEntry | CaseStub:
 
 def _load_cases(ws: Workspace) -> None:
     first_path: dict[str, Path] = {}
+    cases = str(ws.configs_dir / "cases")
+    inside = cases if escapes(Path(cases), ws.root_real) is None else None
     for path in discover_cases(ws.configs_dir):
-        loaded = _load_case(ws, path)
+        loaded = _load_case(ws, path, inside)
         case_id = loaded.case_id
         if case_id is None:
             ws.broken_cases.append(loaded)  # type: ignore[arg-type]
@@ -300,13 +308,14 @@ def _unfreeze_at_exit() -> None:
     atexit.register(gc.unfreeze)
 
 
-def load_workspace(root: Path) -> Workspace:
-    """Load and validate every config under `root` (a workspace root, or its `configs/` dir)."""
+def load_workspace(root: Path, parsed: ParsedCases | None = None) -> Workspace:
+    """Load and validate every config under `root` (a workspace root, or its `configs/` dir); `parsed`: case files
+    parsed before, by their bytes (config/parsed.py)."""
     found = split_root(Path(os.path.normpath(Path(root).absolute())))
     if found is None:
         raise UsageError(f"{root} is not a workspace: it has no configs/ directory")
     with collector_paused():
-        return _load(Workspace(root=found[0], configs_dir=found[1]))
+        return _load(Workspace(root=found[0], configs_dir=found[1], parsed=parsed))
 
 
 def load_profiles(root: Path) -> Workspace:

@@ -8,7 +8,7 @@ import stat
 from collections.abc import Hashable
 from math import isfinite
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 
@@ -183,6 +183,19 @@ def parse_json_text(text: str) -> Any:
 
 def read_text(path: Path) -> str:
     """A config or message file's text; larger than MAX_CONFIG_BYTES is refused before reading."""
+    return decoded(read_bytes(path))
+
+
+def decoded(data: bytes) -> str:
+    """A config file's bytes as text (not UTF-8: YamlProblem)."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise YamlProblem(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+
+def read_bytes(path: Path) -> bytes:
+    """A config or message file's bytes; larger than MAX_CONFIG_BYTES is refused before reading."""
     try:
         # (not blocking: a named pipe would wait at open for a writer for ever; refused below, as a directory is)
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
@@ -199,16 +212,21 @@ def read_text(path: Path) -> str:
                 data += handle.read(MAX_CONFIG_BYTES + 1 - len(data))
         if max(size, len(data)) > MAX_CONFIG_BYTES:
             raise YamlProblem(f"file is larger than {MAX_CONFIG_BYTES:,} bytes (the limit for config files)")
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise YamlProblem(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        return data
     except OSError as exc:
         raise YamlProblem(f"cannot read file: {exc.strerror or exc}") from None
 
 
-def load_mapping(path: Path) -> dict[str, Any]:
-    """The file's top-level mapping; an empty file is `{}` (so required fields are reported)."""
-    data = parse_yaml_text(read_text(path))
+class Parser(Protocol):
+    """What parses a config file's bytes in place of `parse_yaml_text` (config/parsed.py ParsedCases)."""
+
+    def parse(self, path: Path, data: bytes) -> Any: ...
+
+
+def load_mapping(path: Path, parsed: Parser | None = None) -> dict[str, Any]:
+    """The file's top-level mapping; an empty file is `{}` (so required fields are reported). `parsed`: case files
+    parsed before, by their bytes (config/parsed.py)."""
+    data = parse_yaml_text(read_text(path)) if parsed is None else parsed.parse(path, read_bytes(path))
     if data is None:
         return {}
     if not isinstance(data, dict):

@@ -58,6 +58,8 @@ def diff_documents(old: Any, new: Any, path: str = "", resolve: Callable[[str], 
             return _diff_attachments(old, new)
         changes: list[str] = []
         for key in sorted(set(old) | set(new)):
+            if key in old and key in new and old[key] == new[key]:
+                continue  # (nothing below it changed: its path not even made; a stale run's document differs by a leaf)
             sub = f"{path}.{_name(key)}" if path else _name(key)
             if key not in old:
                 changes.append(f"{sub} added" + (f" ({_show(new[key])})" if _is_short(new[key]) else ""))

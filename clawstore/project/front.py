@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from clawstore.builder.engine import BuildReport
     from clawstore.builder.request import CampaignRequest
     from clawstore.config.campaign import Campaign
+    from clawstore.config.parsed import ParsedCases
     from clawstore.project import keeping  # (imported by the methods that keep: gc, pins, refs, archives)
     from clawstore.remote.config import Remote
     from clawstore.spend.estimate import SpendPlan
@@ -173,10 +174,32 @@ class Project:
         from clawstore.builder.cyclic_gc import collector_paused
 
         with collector_paused():
-            campaign = load_campaign(self.request)
+            campaign = load_campaign(self.request, self._parsed)
+        self._parsed.loaded(writes=not self.absent_empty)  # (a command that only reads writes none)
         for warning in campaign.warnings:
             self.say(f"warning: {warning}")
         return campaign
+
+    @functools.cached_property
+    def _parsed(self) -> ParsedCases:
+        """The case files the last build that planned in this store parsed, by their bytes (config/parsed.py), for a
+        command that only reads (`absent_empty`); none for the others: a build parses every case (what it sends is
+        what the files hold, never an entry of derived data), and writes them."""
+        from clawstore.builder.parsed_cases import for_store
+        from clawstore.config.parsed import ParsedCases
+        from clawstore.project.places import workspace_root
+
+        if not self.absent_empty:
+            return ParsedCases()
+        return for_store(resolve_store_dir(self.store_dir, workspace_root(self.request.cwd)))
+
+    def _keep_parsed(self, store: Store) -> None:
+        """What this build's load parsed, for the read commands after it (builder/parsed_cases.py)."""
+        from clawstore.builder.parsed_cases import write
+
+        ws = self.campaign.workspace
+        if ws is not None and ws.parsed is not None:
+            write(Path(store.root), ws.parsed, {entry.file: entry.validated_from for entry in ws.cases.values()})
 
     @property
     def store(self) -> Store:
@@ -263,7 +286,7 @@ class Project:
         if by_case is not None:
             # Every model's layers come in the order the stamp lists them (its build's first window has them all).
             per_model = {m: {k: Counter({"fresh": n}) for k, n in kinds.items()} for m, kinds in by_case.fresh_layers()}
-            planned = fold_windows(by_case.campaign, self.store, False, _fold_status, seen)
+            planned = fold_windows(by_case.campaign, self.store, False, _fold_status, seen, reasoned=False)
             self._say_untrusted(seen)
             if all(kind in per_model.get(model, {}) for model, kinds in planned.items() for kind in kinds):
                 for model, kinds in planned.items():
@@ -273,7 +296,7 @@ class Project:
                 return Status(cid, per_model, never_built_message(self.store, cid))
         collected = self.collect()
         cid = self.campaign.campaign_id
-        per_model = fold_windows(self.campaign, self.store, False, _fold_status, seen)
+        per_model = fold_windows(self.campaign, self.store, False, _fold_status, seen, reasoned=False)
         if by_case is None:  # (said above otherwise: the cases planned alone hold every node the build runs)
             self._say_untrusted(seen)
         pending = sum(len(d.covered) for d in collected.batches if d.campaign_id == cid)
@@ -381,6 +404,7 @@ class Project:
                 seen.count(unbuilt_keys(self.campaign, self.store, failed=True))
             self._say_untrusted(seen)  # (before anything is paid)
             report = build(self.request, self, options)
+        self._keep_parsed(self.store)
         if found is not None and reads is not None:
             after = self._stamping(s.remote) if found.remote is not None else None
             stamping.leave_stamp(found, after, reads, report, self.campaign.items.cases)
@@ -509,8 +533,14 @@ def _fold_status(windows: Iterator[list[NodeState]]) -> dict[str, dict[str, Coun
     per_model: dict[str, dict[str, Counter[str]]] = {}
     for states in windows:
         for s in states:
-            kinds = per_model.setdefault(s.node.address["model_id"], {})
-            kinds.setdefault(s.node.kind, Counter())[s.state] += 1
+            node = s.node
+            kinds = per_model.get(node.address["model_id"])
+            if kinds is None:
+                kinds = per_model[node.address["model_id"]] = {}
+            counts = kinds.get(node.kind)
+            if counts is None:  # (a Counter made a layer, not a node)
+                counts = kinds[node.kind] = Counter()
+            counts[s.state] += 1
     return per_model
 
 

@@ -300,7 +300,7 @@ def plan_spend(campaign: Campaign, store: Store, force: bool = False, max_concur
             load_history(store)  # (the manifest brought up to date all the same)
         return parts, counts
 
-    parts, counts = fold_windows(campaign, store, force, fold, seen)
+    parts, counts = fold_windows(campaign, store, force, fold, seen, reasoned=False)  # (a plan prints no reasons)
     lines: dict[tuple[str, str], PlanLine] = {}
     profile = campaign.evaluation_profile
     for kind, name, model, estimate, unplanned, open_ended in parts:

@@ -4,8 +4,10 @@ the field a hostile file gets wrong, in one line."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
+from typing import Any
 
 import blake3
 import pytest
@@ -19,10 +21,12 @@ from clawstore.store.documents import (
     METRIC_FIELDS,
     TOKEN_METRICS,
     BuildLogDoc,
+    HeadNode,
     KeptApart,
     Metrics,
     Stamp,
     read_build_log_doc,
+    read_head_node,
     read_kept_apart,
     read_record,
     read_stamp,
@@ -210,3 +214,37 @@ def test_a_stamp_is_written_in_its_old_field_order_and_read_back_whole() -> None
             read_stamp({**stamp.to_json(), "format": older}, "s")
     with pytest.raises(StoreError, match="^s: head: expected an object id .the stamp has none.$"):
         read_stamp({k: v for k, v in stamp.to_json().items() if k != "head"}, "s")
+
+
+def _typed_field_by_field(node: dict[str, Any]) -> HeadNode:
+    """read_head_node as it was before its one-expression path: each field checked in turn."""
+    from clawstore.store.documents import _NODE_REQUIRED, _NODE_TYPES, damaged
+
+    values = {}
+    for name, (types, expected) in _NODE_TYPES.items():
+        if name not in node:
+            if name in _NODE_REQUIRED:
+                raise damaged("w", f"nodes[0].{name}", f"{expected} (the node has none)")
+            continue
+        if type(node[name]) not in types:
+            raise damaged("w", f"nodes[0].{name}", expected)
+        values[name] = node[name]
+    return HeadNode(**values, stored=node)
+
+
+def test_a_head_node_of_any_shape_is_typed_or_refused_as_field_by_field() -> None:
+    absent = object()
+    shapes = {"kind": ["run", None, 1], "key": ["k", None], "address": [{"case_id": "c"}, None, []],
+              "record": ["r", None, 2], "action": ["exec", None], "record_doc": [{}, None, "x"],
+              "quarantined": ["q", None, 3.0]}
+    for combo in itertools.product(*[[*values, absent] for values in shapes.values()]):
+        node = {name: value for name, value in zip(shapes, combo, strict=True) if value is not absent}
+        answers = []
+        for typed in (lambda n: read_head_node(n, "w", 0), _typed_field_by_field):
+            try:
+                answers.append(("typed", typed(node)))
+            except StoreError as exc:
+                answers.append(("refused", str(exc)))
+        assert answers[0] == answers[1], node
+        if answers[0][0] == "typed":
+            assert answers[0][1].stored is node
