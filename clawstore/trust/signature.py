@@ -18,7 +18,9 @@ from clawstore.trust import keys
 from clawstore.values.canonical import canonical_json
 
 FIELD = "signature"
-_CONTEXT = b"clawstore signed manifest v1\n"  # a signature made for something else never fits here
+# What a signed message begins with, before the manifest's canonical JSON: a signature made for something else
+# never fits here.
+MESSAGE_PREFIX = b"clawstore signed manifest v1\n"
 
 
 class BadSignature(ClawError):
@@ -26,10 +28,7 @@ class BadSignature(ClawError):
 
 
 def _message(manifest: dict[str, Any]) -> bytes:
-    return _CONTEXT + canonical_json({k: v for k, v in manifest.items() if k != FIELD})
-
-
-MESSAGE_PREFIX = _CONTEXT  # what a signed message begins with, before the manifest's canonical JSON
+    return MESSAGE_PREFIX + canonical_json({k: v for k, v in manifest.items() if k != FIELD})
 
 
 def signature_over(message: bytes | memoryview | Any) -> dict[str, str]:
@@ -50,7 +49,7 @@ def signed_json(manifest: dict[str, Any]) -> bytes:
     if FIELD in manifest:
         raise ValueError(f"a manifest to sign has no {FIELD!r} field yet")
     body = canonical_json(manifest)
-    field = canonical_json(signature_over(_CONTEXT + body))
+    field = canonical_json(signature_over(MESSAGE_PREFIX + body))
     return body[:-1] + (b"," if manifest else b"") + f'"{FIELD}":'.encode() + field + b"}"
 
 

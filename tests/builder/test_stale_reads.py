@@ -44,9 +44,10 @@ def _stale(ws: Workspace, claw: Claw, standin: StandIn, monkeypatch: pytest.Monk
     monkeypatch.setenv("OPENROUTER_BASE_URL", f"{standin.url}/moved/v1")
 
 
-def _answers(claw: Claw, store: Path) -> list[tuple[int, str, str]]:
+def _answers(claw: Claw, store: Path, commands: list[tuple[str, ...]] = COMMANDS) -> list[tuple[int, str, str]]:
+    """Each command's (exit code, stdout, stderr), text and JSON, none answered by a stamp."""
     found = []
-    for command in COMMANDS:
+    for command in commands:
         for output in ("text", "json"):
             shutil.rmtree(store / STAMPS_DIR, ignore_errors=True)
             found.append(claw(*command, *CAMPAIGN, "--output", output))
@@ -85,11 +86,8 @@ def test_status_and_plan_of_a_stale_campaign_diff_no_input_document(
         return diff_documents(old, new, *args, **kwargs)
 
     monkeypatch.setattr(explain, "diff_documents", counted)
-    for command in [("status",), ("plan",)]:
-        for output in ("text", "json"):
-            shutil.rmtree(store / STAMPS_DIR, ignore_errors=True)
-            code, _, err = claw(*command, *CAMPAIGN, "--output", output)
-            assert code == 0, err
+    for code, _, err in _answers(claw, store, [("status",), ("plan",)]):
+        assert code == 0, err
     assert diffed == []
     code, _, err = claw("explain", *CAMPAIGN)  # (the runs' reasons: each a diff)
     assert code == 0, err

@@ -119,11 +119,11 @@ def test_untrusted_refused_kept_apart_then_trusted(alice: User, bob: User, expor
 
 def _resign(forgery: Forgery, private: Ed25519PrivateKey) -> None:
     """What an attacker with a key of their own does after editing the manifest."""
-    from clawstore.trust.signature import _CONTEXT
+    from clawstore.trust.signature import MESSAGE_PREFIX
 
     manifest = {k: v for k, v in forgery.manifest.items() if k != "signature"}
     manifest["objects"] = [[h, len(forgery.frames[h])] for h in sorted(forgery.frames)]
-    signature = private.sign(_CONTEXT + canonical_json(manifest))
+    signature = private.sign(MESSAGE_PREFIX + canonical_json(manifest))
     forgery.manifest["signature"] = {"key": keys.public_text(private.public_key()),
                                      "ed25519": base64.b64encode(signature).decode()}
 

@@ -50,10 +50,10 @@ def _puller(alice: User, bob: User, remote: Path, tmp_path: Path) -> Workspace:
 
 
 def _statement(private: Ed25519PrivateKey, name: str, value: str) -> bytes:
-    from clawstore.trust.signature import _CONTEXT
+    from clawstore.trust.signature import MESSAGE_PREFIX
 
     doc = {"kind": KIND, "name": name, "value": value}
-    signature = private.sign(_CONTEXT + canonical_json(doc))
+    signature = private.sign(MESSAGE_PREFIX + canonical_json(doc))
     return canonical_json({**doc, "signature": {"key": keys.public_text(private.public_key()),
                                                 "ed25519": base64.b64encode(signature).decode()}})
 
