@@ -397,9 +397,11 @@ def test_a_noop_from_a_stamp_holds_a_bounded_window_of_its_rows_not_all_of_them(
     store_root = ws.root / "store"
     stamp_file = next((store_root / STAMPS_DIR).glob("*.json"))
     small = int(measured_in_fresh_process(noop_peak_alone, store_root, stamp_file, 2_000))
-    large = int(measured_in_fresh_process(noop_peak_alone, store_root, stamp_file, 20_000))  # ~32 MB of rows
-    assert stamp_file.with_suffix(".rows").stat().st_size > 30 * 2**20
-    assert large < small + 2**20, (small, large)  # (the rows held whole: ~100 MB as Python objects)
+    # ~16 MB of rows: held whole (every rows block), they peaked 1.7 KB a row above 2,000's (39.1 vs 8.6 MB at 20,000
+    # rows, commit 80f99815's check): ~14 MB more here, past both bounds (20,000 rows until session 70).
+    large = int(measured_in_fresh_process(noop_peak_alone, store_root, stamp_file, 10_000))
+    assert stamp_file.with_suffix(".rows").stat().st_size > 15 * 2**20
+    assert large < small + 2**20, (small, large)  # (the rows held whole: ~50 MB as Python objects)
     assert large < 16 * 2**20, large  # a thousand rows at a time, as the table's and the JSON's writes take them
 
 
