@@ -76,8 +76,8 @@ def cold_built(module_standin: StandIn, tmp_path_factory: pytest.TempPathFactory
 class _AgedCopies:
     """Copies of the cold-built workspace made a test ahead: each test takes the one copied while the test before it
     ran, so most of the stamp's window (RACY_NS, 2 s) has passed when it calls wait_out_racy_window, which sleeps
-    only what is left of it (copied by each test itself, every test waited the whole window: ~35 s of the file's
-    ~80)."""
+    only what is left of it (copied by each test itself, every test waited out the whole window: about 20 s of the
+    file's 83, session 70)."""
 
     def __init__(self, source: Path, spares: Path) -> None:
         self.source, self.spares, self.made = source, spares, 0
