@@ -17,6 +17,7 @@ import pytest
 from clawstore.remote.backends import open_backend
 from clawstore.testing.standin import StandIn
 from tests.config.workspace_builder import claw
+from tests.support.prepared import claw_here, ok_here
 from tests.support.stamps import answered_by_stamp, mark_stamp, wait_out_racy_window
 from tests.support.workspace import SECRET, Workspace, standard
 
@@ -24,9 +25,12 @@ HEAD = "refs/campaigns/main__rp__none"
 pytestmark = pytest.mark.parametrize("remote_url", ["s3"], indirect=True)  # (the directory backend: conftest.py)
 
 
+BUILD = ("build", "--suite", "main", "--run-profile", "rp")
+
+
 def _build(ws: Workspace, remote: str) -> tuple[dict, str]:
-    done = claw("build", "--suite", "main", "--run-profile", "rp", "--output", "json", "--remote", remote,
-                cwd=ws.root)
+    """The build a test is about: a real `claw` process (B's builds, which only prepare A's, run in-process)."""
+    done = claw(*BUILD, "--output", "json", "--remote", remote, cwd=ws.root)
     assert done.returncode == 0, done.stderr
     assert SECRET not in done.stdout + done.stderr
     return json.loads(done.stdout), done.stderr
@@ -64,17 +68,17 @@ def test_a_colleagues_push_takes_the_full_path_and_is_pulled(a: Workspace, remot
     _stamped(a, remote_url)
     b = Workspace(tmp_path / "b")
     shutil.copytree(a.configs, b.configs)
-    _build(b, remote_url)  # pulls A's results (0 requests), pushes nothing new
+    ok_here(*BUILD, "--remote", remote_url, cwd=b.root)  # pulls A's results (0 requests), pushes nothing new
     b.edit("cases/alpha/test.yaml", lambda d: d["input"]["messages"][-1].update(content="What is 3 + 3?"))
     sent = len(provider.requests)
-    _build(b, remote_url)  # two new runs, pushed with B's head
+    ok_here(*BUILD, "--remote", remote_url, cwd=b.root)  # two new runs, pushed with B's head
     assert len(provider.requests) == sent + 2
     result, err = _build(a, remote_url)
     assert not answered_by_stamp(result) and "pulled" in err
     assert len(provider.requests) == sent + 2  # A's own configs: nothing to run
     remote_head = open_backend(remote_url).read_ref(HEAD)
     assert remote_head is not None and (a.root / "store").exists()
-    assert claw("cat", remote_head.value, cwd=a.root).returncode == 0, "B's head came with the pull"
+    assert claw_here("cat", remote_head.value, cwd=a.root)[0] == 0, "B's head came with the pull"
 
 
 def _drop_remote_head(remote_url: str) -> None:
