@@ -1,4 +1,5 @@
-"""Users of the signing tests: each a config directory (key, trust list) and real claw processes."""
+"""Users of the signing tests: each a config directory (key, trust list) and the claw processes they run (`here`: a step
+that prepares what a test is about, run in the test's own process)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,8 @@ the remote is listed (one request) and this campaign's head read there, and when
 the configs nor the store changed since the last such build, the build prints its table without
 planning, pulling or pushing (it took 7 s at 60,000 nodes). Any change takes the full path.
 
-Real `claw` processes; which path a build took is told by marking the stamp (tests/support/stamps.py).
+Real `claw` processes (B's builds, which only prepare A's, run in-process: tests/support/prepared.py); which path a
+build took is told by marking the stamp (tests/support/stamps.py).
 """
 
 from __future__ import annotations
