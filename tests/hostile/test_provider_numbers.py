@@ -12,7 +12,7 @@ from clawstore.store import Store
 from clawstore.testing.standin import StandIn, text
 from clawstore.values.canonical import canonical_json
 from tests.hostile.attack import forge_run_record, run_claw
-from tests.support.claw import Claw, env, ws  # noqa: F401 - fixtures
+from tests.support.claw import env, ws  # noqa: F401 - fixtures
 from tests.support.judging import JUDGE, eval_profile, judge_reply
 from tests.support.workspace import Workspace
 
@@ -150,7 +150,7 @@ def test_a_judgement_whose_usage_breaks_the_bounds_is_kept_with_its_cost_unknown
 
 def test_a_forged_record_is_named_and_left_out_of_the_query(ws: Workspace, standin: StandIn,  # noqa: F811
                                                              env: dict[str, str]) -> None:  # noqa: F811
-    assert Claw(ws.root)(*BUILD)[0] == 0  # (preparing: in process, tests/support/claw.py)
+    assert run_claw(ws.root, *BUILD).code == 0
 
     def forge(record: dict[str, Any]) -> bytes:
         record["metrics"]["output_tokens"] = 1e30  # what an older claw stored from a hostile reply

@@ -67,7 +67,7 @@ def test_a_pull_of_entries_pointing_at_bombs_is_refused_in_bounded_memory(
         alice: User, bob: User, tmp_path: Path) -> None:
     # Bob's store: entries whose "records" are bombs, pushed (signed by Bob) to a share Alice pulls from.
     b = standard(tmp_path / "bob")
-    bob.here("build", *RUNS, cwd=b.root)
+    bob.ok("build", *RUNS, cwd=b.root)
     store = Store(b.root / "store", create=False)
     with store.batch():
         entries = {}

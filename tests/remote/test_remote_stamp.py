@@ -3,8 +3,7 @@ the remote is listed (one request) and this campaign's head read there, and when
 the configs nor the store changed since the last such build, the build prints its table without
 planning, pulling or pushing (it took 7 s at 60,000 nodes). Any change takes the full path.
 
-Real `claw` processes (B's builds, which only prepare A's, run in-process: tests/support/prepared.py); which path a
-build took is told by marking the stamp (tests/support/stamps.py).
+Real `claw` processes; which path a build took is told by marking the stamp (tests/support/stamps.py).
 """
 
 from __future__ import annotations
@@ -18,7 +17,6 @@ import pytest
 from clawstore.remote.backends import open_backend
 from clawstore.testing.standin import StandIn
 from tests.config.workspace_builder import claw
-from tests.support.prepared import claw_here, ok_here
 from tests.support.stamps import answered_by_stamp, mark_stamp, wait_out_racy_window
 from tests.support.workspace import SECRET, Workspace, standard
 
@@ -26,12 +24,9 @@ HEAD = "refs/campaigns/main__rp__none"
 pytestmark = pytest.mark.parametrize("remote_url", ["s3"], indirect=True)  # (the directory backend: conftest.py)
 
 
-BUILD = ("build", "--suite", "main", "--run-profile", "rp")
-
-
 def _build(ws: Workspace, remote: str) -> tuple[dict, str]:
-    """The build a test is about: a real `claw` process (B's builds, which only prepare A's, run in-process)."""
-    done = claw(*BUILD, "--output", "json", "--remote", remote, cwd=ws.root)
+    done = claw("build", "--suite", "main", "--run-profile", "rp", "--output", "json", "--remote", remote,
+                cwd=ws.root)
     assert done.returncode == 0, done.stderr
     assert SECRET not in done.stdout + done.stderr
     return json.loads(done.stdout), done.stderr
@@ -69,17 +64,17 @@ def test_a_colleagues_push_takes_the_full_path_and_is_pulled(a: Workspace, remot
     _stamped(a, remote_url)
     b = Workspace(tmp_path / "b")
     shutil.copytree(a.configs, b.configs)
-    ok_here(*BUILD, "--remote", remote_url, cwd=b.root)  # pulls A's results (0 requests), pushes nothing new
+    _build(b, remote_url)  # pulls A's results (0 requests), pushes nothing new
     b.edit("cases/alpha/test.yaml", lambda d: d["input"]["messages"][-1].update(content="What is 3 + 3?"))
     sent = len(provider.requests)
-    ok_here(*BUILD, "--remote", remote_url, cwd=b.root)  # two new runs, pushed with B's head
+    _build(b, remote_url)  # two new runs, pushed with B's head
     assert len(provider.requests) == sent + 2
     result, err = _build(a, remote_url)
     assert not answered_by_stamp(result) and "pulled" in err
     assert len(provider.requests) == sent + 2  # A's own configs: nothing to run
     remote_head = open_backend(remote_url).read_ref(HEAD)
     assert remote_head is not None and (a.root / "store").exists()
-    assert claw_here("cat", remote_head.value, cwd=a.root)[0] == 0, "B's head came with the pull"
+    assert claw("cat", remote_head.value, cwd=a.root).returncode == 0, "B's head came with the pull"
 
 
 def _drop_remote_head(remote_url: str) -> None:
