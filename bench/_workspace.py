@@ -53,6 +53,22 @@ def generate(root: Path, cases: int, models: int, repetitions: int = 1, concurre
             "judge_runs": [{"judge_run_id": "main", "judge_id": "j", "repetitions": judge_repetitions}]}))
 
 
+def wait_out_racy_window(root: Path) -> None:
+    """Sleep until every file and directory under the workspace `root` changed more than the stamp's mtime-granularity
+    window ago (builder/stamp.py RACY_NS), so the next build may leave its stamp: only what is left of the window after
+    the build before (a fixed 2.1 s waited all of it again; as tests/support/stamps.py does)."""
+    from clawstore.builder.stamp import RACY_NS
+
+    newest = 0
+    for folder, dirs, files in os.walk(root):
+        for name in (*dirs, *files):
+            st = os.lstat(os.path.join(folder, name))
+            newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
+    wait_s = (newest + RACY_NS + 100_000_000 - time.time_ns()) / 1e9
+    if wait_s > 0:
+        time.sleep(wait_s)
+
+
 def claw(root: Path, *args: str, env: dict[str, str] | None = None) -> float:
     """Run `claw ARGS` in `root` as a subprocess; return its wall time. Fails loudly on a bad exit."""
     started = time.perf_counter()
