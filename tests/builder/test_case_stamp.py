@@ -21,7 +21,6 @@ from clawstore.builder import casestamp
 from clawstore.builder import stamp as stamps
 from clawstore.builder.stamp import STAMPS_DIR
 from clawstore.testing.standin import StandIn, text
-from tests.support import stamps as stamp_support
 from tests.support.claw import Claw
 from tests.support.judging import JUDGE, eval_profile, judge_reply
 from tests.support.stamps import wait_out_racy_window
@@ -43,8 +42,7 @@ WINDOW_NS = 500_000_000
 
 @pytest.fixture(autouse=True)
 def short_racy_window(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(stamps, "RACY_NS", WINDOW_NS)  # (what a build's stamp.write reads)
-    monkeypatch.setattr(stamp_support, "RACY_NS", WINDOW_NS)  # (what wait_out_racy_window waits out)
+    monkeypatch.setattr(stamps, "RACY_NS", WINDOW_NS)  # (what a build's stamp.write reads, and wait_out_racy_window)
 
 
 def _campaign(ws: Workspace, standin: StandIn) -> None:
