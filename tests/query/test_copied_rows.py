@@ -4,13 +4,14 @@ are exactly the rows flattening gives (query/copied.py)."""
 from __future__ import annotations
 
 import shutil
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pytest
 
-from clawstore.query import copied, heads, rows
+from clawstore.query import copied, heads, packed, rows
 from clawstore.query.engine import _with_views, run_query
 from clawstore.query.manifest import index_pending
 from clawstore.store import Store
@@ -165,3 +166,47 @@ def test_a_record_reused_under_another_address_is_flattened_with_it(
     named = run_query(store.root, f"select distinct model_id from run_history where build_id = '{renamed.build_id}'")
     assert {row[0] for row in named.rows} == {"alias/gpt-a", "anthropic/claude-b"}
     assert flattened_from_nothing(store, monkeypatch) == copied_views
+
+
+def _oid(n: int) -> str:
+    return f"blake3:{n:064x}"
+
+
+def test_packed_facts_are_the_mapping_whatever_the_order_and_ids() -> None:
+    """copied.reusable's FactTable gives what a dict of the same rows gives: ids in order packed, a record with two
+    signatures, ids out of order or not object ids (held beside), an id in uppercase never the lowercase one's."""
+    rows_in = [
+        (_oid(1), 5, "run", "k1", "success", 1.5, 0.25, None),
+        (_oid(1), -7, "judge", None, None, None, None, "k1"),  # (the same record under another signature)
+        (_oid(3), 2, "result", None, None, None, 0.0, "k1"),
+        (_oid(2), 2, "checks", None, None, None, 0.0, "k9"),  # out of order: held beside
+        ("r1", 11, "run", "k2", None, None, None, None),  # not an object id
+        (_oid(0xABC4).upper().replace("BLAKE3", "blake3"), 4, "run", "k4", "failed", None, 0.5, None),
+    ]
+    table = packed.FactTable()
+    for row in rows_in:
+        table.add(*row)
+    table.seal()
+    expected = {(row[0], row[1]): rows.Facts(*row[2:]) for row in rows_in}
+    assert dict(table) == expected and len(table) == len(expected)
+    assert all(table.find(*key) == facts for key, facts in expected.items())
+    assert table.find(_oid(1), 6) is None and table.find(_oid(0xABC4), 4) is None and table.find(_oid(5), 2) is None
+    with pytest.raises(packed.NotPackable):
+        packed.FactTable().add(_oid(1), 1, "run", "k1", None, Decimal("1.5"), None, None)
+
+
+def test_taken_nodes_are_the_list_of_taken_they_replace() -> None:
+    taken = packed.TakenNodes()
+    scored = {"run_status": "success", "latency_s": 1.5, "run_cost_usd": None, "eval_cost_usd": 0.25,
+              "total_cost_usd": None}
+    taken.add(3, _oid(7), -1, "reuse")
+    taken.add(9, "r1", 2, None)
+    taken.add(12, _oid(8), 3, "execute")
+    taken.score(9, scored)
+    assert list(taken) == [packed.Taken(3, _oid(7), -1, "reuse", None), packed.Taken(9, "r1", 2, None, scored),
+                           packed.Taken(12, _oid(8), 3, "execute", None)]
+    assert len(taken) == 3
+    with pytest.raises(ValueError, match="after"):
+        taken.add(12, _oid(9), 4, "reuse")
+    with pytest.raises(KeyError):
+        taken.score(10, scored)
