@@ -6,27 +6,28 @@ named tuples, about 20 MB so) and the nodes taken (`TakenNodes`). Figures: docs/
 from __future__ import annotations
 
 from array import array
-from bisect import bisect_left
-from collections.abc import Iterator, Mapping
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 from clawstore.store.core.ids import PREFIX
 from clawstore.store.services.archive_listing import SortedDigests
 
-_OID_LENGTH = len(PREFIX) + 64
+_HEX_AT = len(PREFIX)
+_OID_LENGTH = _HEX_AT + 64
 
 
 def oid_digest(record_id: str) -> bytes | None:
     """The 32 bytes of an object id (`blake3:` and 64 lowercase hex digits), else None: an id of another form is held
     as it is (a store's records never have one; a test's or a hostile head's may)."""
-    if len(record_id) != _OID_LENGTH or not record_id.startswith(PREFIX):
+    # (fromhex reads uppercase digits, and skips spaces: only the id's one spelling is the id)
+    if len(record_id) != _OID_LENGTH or not record_id.startswith(PREFIX) or not record_id.islower():
         return None
     try:
-        digest = bytes.fromhex(record_id[len(PREFIX):])
+        digest = bytes.fromhex(record_id[_HEX_AT:])
     except ValueError:
         return None
-    # (fromhex reads uppercase digits and skips spaces: only the id's one spelling is the id)
-    return digest if len(digest) == 32 and digest.hex() == record_id[len(PREFIX):] else None
+    return digest if len(digest) == 32 else None
 
 
 class Interned:
@@ -67,10 +68,6 @@ class Optionals:
         return None if self.none[at] else self.values[at]
 
 
-class NotPackable(ValueError):
-    """A value a column of the source does not hold when claw wrote it (the facts are then not used: nothing copied)."""
-
-
 class Facts(NamedTuple):
     """What the rows of other nodes read of a node whose rows are copied: its `nodes` row's columns
     (a result's run, the build's total cost) and its record's run_key (an evaluation's cost); each
@@ -84,18 +81,16 @@ class Facts(NamedTuple):
     run_key: str | None
 
 
-def _number(value: Any) -> float | None:
-    if value is None or type(value) is float:
-        return value
-    raise NotPackable(f"{value!r} in a DOUBLE column")
+_new_facts = tuple.__new__  # (a Facts made without its Python-level __new__: a third of facts_at's time)
 
 
 class FactTable(Mapping[tuple[str, int], Facts]):
     """{(record id, node_sig): Facts}, packed: the records' distinct digests sorted (SortedDigests), each with the range
     of its nodes in parallel arrays (signature, kind, status, latency, cost, and the one key a kind's facts read: a
-    run's own, an evaluation's run_key). About 80 bytes a node, where a dict of `Facts` took 720. Filled by `add` in the
-    order of (record id, signature), then `seal`ed; a record id out of that order or not an object id is held in a
-    dict beside (`_others`), so any order gives the same mapping."""
+    run's own, an evaluation's run_key). About 80 bytes a node, where a dict of `Facts` took 720. Filled by `extend`
+    in the order of (record id, signature), then `seal`ed; a record id out of that order or not an object id is held
+    in a list beside (`_others`), so any order gives the same mapping. A node is named by its entry (`lookup`): its
+    place in the arrays, or ~its place among the others."""
 
     def __init__(self) -> None:
         self._digests = bytearray()
@@ -103,28 +98,34 @@ class FactTable(Mapping[tuple[str, int], Facts]):
         self._sigs = array("q")
         self._kinds, self._texts, self._statuses = Interned(), Interned(), Interned()
         self._latency, self._cost = Optionals(), Optionals()
-        self._others: dict[tuple[str, int], Facts] = {}
+        self._others: list[tuple[str, int, Facts]] = []
+        self._other_at: dict[tuple[str, int], int] = {}
         self._sorted = SortedDigests(b"")
 
-    def add(self, record_id: str, sig: int, kind: str | None, key: str | None, status: str | None,
-            latency_s: float | None, cost_usd: float | None, run_key: str | None) -> None:
-        latency_s, cost_usd = _number(latency_s), _number(cost_usd)
-        if (kind == "run" and run_key is not None) or (kind != "run" and key is not None):
-            raise NotPackable("a node with both a key and a run_key read")  # (copied.reusable reads one a kind)
-        digest = oid_digest(record_id)
-        last = self._digests[-32:]
-        if digest is None or digest < last or type(sig) is not int:
-            self._others[(record_id, sig)] = Facts(kind, key, status, latency_s, cost_usd, run_key)
-            return
-        if digest != last:
-            self._digests += digest
-            self._starts.append(len(self._sigs))
-        self._sigs.append(sig)
-        self._kinds.append(kind)
-        self._texts.append(key if kind == "run" else run_key)
-        self._statuses.append(status)
-        self._latency.append(latency_s)
-        self._cost.append(cost_usd)
+    def extend(self, rows: Iterable[tuple[Any, ...]]) -> None:
+        """Add rows of (digest: the id's 32 bytes if an object id, else None; record id; signature; kind; the key its
+        kind reads: a run's key, an evaluation's run_key, else None; status; latency_s; cost_usd: a float or None)."""
+        digests, starts, sigs = self._digests, self._starts, self._sigs
+        kinds, texts, statuses = self._kinds, self._texts, self._statuses
+        latency, cost = self._latency, self._cost
+        last = bytes(digests[-32:])
+        for digest, record_id, sig, kind, text, status, latency_s, cost_usd in rows:
+            if digest is None or digest < last:
+                run = kind == "run"
+                self._other_at[(record_id, sig)] = len(self._others)
+                self._others.append((record_id, sig, Facts(kind, text if run else None, status, latency_s, cost_usd,
+                                                           None if run else text)))
+                continue
+            if digest != last:
+                digests += digest
+                starts.append(len(sigs))
+                last = digest
+            sigs.append(sig)
+            kinds.append(kind)
+            texts.append(text)
+            statuses.append(status)
+            latency.append(latency_s)
+            cost.append(cost_usd)
 
     def seal(self) -> FactTable:
         self._starts.append(len(self._sigs))
@@ -132,23 +133,45 @@ class FactTable(Mapping[tuple[str, int], Facts]):
         self._digests = bytearray()
         return self
 
-    def find(self, record_id: str, sig: int) -> Facts | None:
-        """The facts of the node with this record and signature, or None."""
-        digest = oid_digest(record_id)
-        if digest is not None:
-            at = self._sorted.index(digest)
+    def lookup(self, record_id: str, sig: int) -> int | None:
+        """The entry of the node with this record and signature, or None. (Asked of every node of a build: its steps
+        inline, oid_digest's included.)"""
+        if len(record_id) == _OID_LENGTH and record_id.startswith(PREFIX) and record_id.islower():
+            try:
+                digest = bytes.fromhex(record_id[_HEX_AT:])
+            except ValueError:
+                digest = b""
+            at = self._sorted.index(digest) if len(digest) == 32 else -1
             if at >= 0:
-                sigs = self._sigs
-                for entry in range(self._starts[at], self._starts[at + 1]):
+                sigs, starts = self._sigs, self._starts
+                for entry in range(starts[at], starts[at + 1]):
                     if sigs[entry] == sig:
-                        return self._facts_at(entry)
-        return self._others.get((record_id, sig)) if self._others else None
+                        return entry
+        if self._others:
+            other = self._other_at.get((record_id, sig))
+            return None if other is None else ~other
+        return None
 
-    def _facts_at(self, entry: int) -> Facts:
-        kind, text = self._kinds[entry], self._texts[entry]
+    def facts_at(self, entry: int) -> Facts:
+        if entry < 0:
+            return self._others[~entry][2]
+        kinds, texts, statuses, latency, cost = self._kinds, self._texts, self._statuses, self._latency, self._cost
+        kind, text = kinds.values[kinds.codes[entry]], texts.values[texts.codes[entry]]
         run = kind == "run"
-        return Facts(kind, text if run else None, self._statuses[entry], self._latency[entry], self._cost[entry],
-                     None if run else text)
+        return _new_facts(Facts, (kind, text if run else None, statuses.values[statuses.codes[entry]],
+                                  None if latency.none[entry] else latency.values[entry],
+                                  None if cost.none[entry] else cost.values[entry], None if run else text))
+
+    def key_at(self, entry: int) -> tuple[str, int]:
+        """(record id, signature) of an entry."""
+        if entry < 0:
+            record_id, sig, _ = self._others[~entry]
+            return record_id, sig
+        return PREFIX + self._sorted.hex_at(bisect_right(self._starts, entry) - 1), self._sigs[entry]
+
+    def find(self, record_id: str, sig: int) -> Facts | None:
+        entry = self.lookup(record_id, sig)
+        return None if entry is None else self.facts_at(entry)
 
     def __getitem__(self, key: tuple[str, int]) -> Facts:
         found = self.find(*key)
@@ -161,7 +184,8 @@ class FactTable(Mapping[tuple[str, int], Facts]):
             record_id = PREFIX + self._sorted.hex_at(at)
             for entry in range(self._starts[at], self._starts[at + 1]):
                 yield record_id, self._sigs[entry]
-        yield from self._others
+        for record_id, sig, _ in self._others:
+            yield record_id, sig
 
     def __len__(self) -> int:
         return len(self._sigs) + len(self._others)
@@ -181,29 +205,24 @@ class Taken(NamedTuple):
 
 
 class TakenNodes:
-    """The nodes a build takes from its source, in position order (`add`), a result's scored columns set later
-    (`score`): in arrays, about 60 bytes a node (a list of `Taken` held 300). A sequence of `Taken` when iterated."""
+    """The nodes a build takes from its source (`facts`), in position order (`add`: each by its entry there), a
+    result's scored columns set later (`score`): in arrays, about 30 bytes a node (a list of `Taken` held 300). A
+    sequence of `Taken` when iterated (its record id and signature read from `facts`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, facts: FactTable | None = None) -> None:
+        self._facts = facts
         self._positions = array("q")
-        self._sigs = array("q")
-        self._digests = bytearray()
-        self._others: dict[int, str] = {}  # (a record id that is not an object id, by its place)
+        self._entries = array("q")
         self._actions = Interned()
         self._scored_at = array("q")  # the places of the results scored, ascending
         self._status = Interned()
         self._numbers = {name: Optionals() for name in _SCORED[1:]}
 
-    def add(self, position: int, record_id: str, sig: int, action: str | None) -> None:
+    def add(self, position: int, entry: int, action: str | None) -> None:
         if self._positions and position <= self._positions[-1]:
             raise ValueError(f"node {position} taken after node {self._positions[-1]}")
-        digest = oid_digest(record_id)
-        if digest is None:
-            self._others[len(self._positions)] = record_id
-            digest = bytes(32)
         self._positions.append(position)
-        self._sigs.append(sig)
-        self._digests += digest
+        self._entries.append(entry)
         self._actions.append(action)
 
     def score(self, position: int, scored: Mapping[str, Any]) -> None:
@@ -223,13 +242,13 @@ class TakenNodes:
 
     def __iter__(self) -> Iterator[Taken]:
         scored_at, next_scored = self._scored_at, 0
+        key_at = self._facts.key_at if self._facts is not None else None
         for at in range(len(self._positions)):
             scored = None
             if next_scored < len(scored_at) and scored_at[next_scored] == at:
                 scored = {"run_status": self._status[next_scored],
                           **{name: column[next_scored] for name, column in self._numbers.items()}}
                 next_scored += 1
-            record_id = self._others.get(at) if self._others else None
-            if record_id is None:
-                record_id = PREFIX + self._digests[at * 32:at * 32 + 32].hex()
-            yield Taken(self._positions[at], record_id, self._sigs[at], self._actions[at], scored)
+            assert key_at is not None  # (a node is added by its entry in `facts`)
+            record_id, sig = key_at(self._entries[at])
+            yield Taken(self._positions[at], record_id, sig, self._actions[at], scored)

@@ -449,7 +449,7 @@ def flatten(log: Mapping[str, Any], load_record: RecordLoader, read_ahead: ReadA
     nodes = build_nodes(log, load_record) if nodes is None else nodes
     sigs = array("q")
     known = reusable.facts if reusable is not None and reusable.facts else None
-    taken = TakenNodes()
+    taken = TakenNodes(known)
     runs_by_key: dict[str, tuple[Any, Any, Any]] = {}  # run key -> (status, latency_s, cost_usd)
     eval_cost: dict[str, float | None] = {}  # run key -> its evaluation's cost (plus: None once one is unknown)
     spent: float | None = 0.0  # of every node (the builds row)
@@ -462,9 +462,9 @@ def flatten(log: Mapping[str, Any], load_record: RecordLoader, read_ahead: ReadA
             sig = node_sig(node)
             sigs.append(sig)
             oid = node.get("record")
-            if known is not None and isinstance(oid, str) and (found := known.find(oid, sig)) is not None:
-                facts[at] = found
-                taken.add(at, oid, sig, _str(node.get("action")))
+            if known is not None and isinstance(oid, str) and (entry := known.lookup(oid, sig)) is not None:
+                facts[at] = known.facts_at(entry)
+                taken.add(at, entry, _str(node.get("action")))
         count += len(window)
         if read_ahead is not None and len(facts) < len(window):
             read_ahead([oid for at, node in enumerate(window, first)

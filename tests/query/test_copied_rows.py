@@ -4,7 +4,6 @@ are exactly the rows flattening gives (query/copied.py)."""
 from __future__ import annotations
 
 import shutil
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -172,41 +171,55 @@ def _oid(n: int) -> str:
     return f"blake3:{n:064x}"
 
 
-def test_packed_facts_are_the_mapping_whatever_the_order_and_ids() -> None:
-    """copied.reusable's FactTable gives what a dict of the same rows gives: ids in order packed, a record with two
-    signatures, ids out of order or not object ids (held beside), an id in uppercase never the lowercase one's."""
-    rows_in = [
-        (_oid(1), 5, "run", "k1", "success", 1.5, 0.25, None),
-        (_oid(1), -7, "judge", None, None, None, None, "k1"),  # (the same record under another signature)
-        (_oid(3), 2, "result", None, None, None, 0.0, "k1"),
-        (_oid(2), 2, "checks", None, None, None, 0.0, "k9"),  # out of order: held beside
-        ("r1", 11, "run", "k2", None, None, None, None),  # not an object id
-        (_oid(0xABC4).upper().replace("BLAKE3", "blake3"), 4, "run", "k4", "failed", None, 0.5, None),
+def _nodes_of(path: Path, nodes: list[tuple[Any, ...]]) -> Path:
+    values = ", ".join("(" + ", ".join("NULL" if v is None else repr(v) for v in node) + ")" for node in nodes)
+    return _nodes_file(path, values)
+
+
+def test_packed_facts_are_the_mapping_of_the_nodes_held_once(tmp_path: Path) -> None:
+    """copied.reusable's FactTable gives what a dict of the source's nodes held once gives: object ids packed, a record
+    with two signatures, an id that is not an object id (held beside), an id in uppercase never the lowercase one's."""
+    upper = "blake3:" + _oid(0xABC4)[7:].upper()
+    nodes = [  # record_id, kind, key, status, latency_s, cost_usd, _claw_node_sig, _claw_run_key
+        (_oid(1), "run", "k1", "success", 1.5, 0.25, 5, None),
+        (_oid(1), "judge", "j1", "success", 2.5, 0.5, -7, "k1"),  # (the same record under another signature)
+        (_oid(3), "result", "x", "success", None, 0.0, 2, "k1"),
+        (_oid(2), "checks", "c", "success", None, 0.0, 2, "k9"),
+        ("r1", "run", "k2", None, None, None, 11, None),  # not an object id
+        (upper, "run", "k4", "failed", None, 0.5, 4, None),
+        (_oid(5), "run", "k5", "success", 1.0, 0.1, 6, None),  # held twice: not copied
+        (_oid(5), "run", "k5", "success", 1.0, 0.1, 6, None),
     ]
-    table = packed.FactTable()
-    for row in rows_in:
-        table.add(*row)
-    table.seal()
-    expected = {(row[0], row[1]): rows.Facts(*row[2:]) for row in rows_in}
-    assert dict(table) == expected and len(table) == len(expected)
-    assert all(table.find(*key) == facts for key, facts in expected.items())
-    assert table.find(_oid(1), 6) is None and table.find(_oid(0xABC4), 4) is None and table.find(_oid(5), 2) is None
-    with pytest.raises(packed.NotPackable):
-        packed.FactTable().add(_oid(1), 1, "run", "k1", None, Decimal("1.5"), None, None)
+    table = copied.reusable(_nodes_of(tmp_path / "head", nodes))
+    assert table is not None
+    expected = {(record_id, sig): rows.Facts(kind, key if kind == "run" else None, status if kind == "run" else None,
+                                             latency if kind == "run" else None, cost, run_key)
+                for record_id, kind, key, status, latency, cost, sig, run_key in nodes[:6]}
+    assert dict(table.facts) == expected and len(table.facts) == 6
+    for key, facts in expected.items():
+        entry = table.facts.lookup(*key)
+        assert entry is not None and table.facts.facts_at(entry) == facts and table.facts.key_at(entry) == key
+    for missing in ((_oid(1), 6), (_oid(0xABC4), 4), (_oid(4), 2), (_oid(5), 6), ("r1", 12)):
+        assert table.facts.lookup(*missing) is None
 
 
-def test_taken_nodes_are_the_list_of_taken_they_replace() -> None:
-    taken = packed.TakenNodes()
+def test_taken_nodes_are_the_list_of_taken_they_replace(tmp_path: Path) -> None:
+    table = copied.reusable(_nodes_of(tmp_path / "head", [(_oid(7), "run", "k", "success", 1.0, 0.5, -1, None),
+                                                          ("r1", "result", "x", None, None, 0.0, 2, "k"),
+                                                          (_oid(8), "judge", "j", "success", None, 0.1, 3, "k")]))
+    assert table is not None
+    taken = packed.TakenNodes(table.facts)
     scored = {"run_status": "success", "latency_s": 1.5, "run_cost_usd": None, "eval_cost_usd": 0.25,
               "total_cost_usd": None}
-    taken.add(3, _oid(7), -1, "reuse")
-    taken.add(9, "r1", 2, None)
-    taken.add(12, _oid(8), 3, "execute")
+    for position, record_id, sig, action in ((3, _oid(7), -1, "reuse"), (9, "r1", 2, None), (12, _oid(8), 3, "x")):
+        entry = table.facts.lookup(record_id, sig)
+        assert entry is not None
+        taken.add(position, entry, action)
     taken.score(9, scored)
     assert list(taken) == [packed.Taken(3, _oid(7), -1, "reuse", None), packed.Taken(9, "r1", 2, None, scored),
-                           packed.Taken(12, _oid(8), 3, "execute", None)]
+                           packed.Taken(12, _oid(8), 3, "x", None)]
     assert len(taken) == 3
     with pytest.raises(ValueError, match="after"):
-        taken.add(12, _oid(9), 4, "reuse")
+        taken.add(12, 0, "reuse")
     with pytest.raises(KeyError):
         taken.score(10, scored)

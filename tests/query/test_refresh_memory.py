@@ -165,7 +165,7 @@ def test_indexing_a_build_beside_its_head_holds_its_facts_packed(tmp_path: Path)
     large, *taken_large = measured_in_fresh_process(copying_history_peak, tmp_path / "large", 320)  # 2,560 nodes
     assert taken_small == [320] and taken_large == [2560]  # (every node of the build copied from the head)
     # The head's facts were a dict of named tuples and the nodes taken a list of them (1.1 KB per node measured); now
-    # both are arrays (copied.reusable, packed.py: 0.23 KB per node measured, the actions noted one str each).
+    # both are arrays (copied.reusable, packed.py: 0.19 KB per node measured, the actions noted one str each).
     assert (large - small) / (2560 - 320) < 450, (small, large)
 
 
