@@ -164,10 +164,15 @@ class FactTable(Mapping[tuple[str, int], Facts]):
 
     def key_at(self, entry: int) -> tuple[str, int]:
         """(record id, signature) of an entry."""
+        digest, sig, record_id = self.digest_at(entry)
+        return (PREFIX + digest.hex() if record_id is None else record_id), sig
+
+    def digest_at(self, entry: int) -> tuple[bytes, int, str | None]:
+        """(record digest, signature, None) of an entry; (32 zero bytes, signature, record id) of one held beside."""
         if entry < 0:
             record_id, sig, _ = self._others[~entry]
-            return record_id, sig
-        return PREFIX + self._sorted.hex_at(bisect_right(self._starts, entry) - 1), self._sigs[entry]
+            return bytes(32), sig, record_id
+        return self._sorted.digest_at(bisect_right(self._starts, entry) - 1), self._sigs[entry], None
 
     def find(self, record_id: str, sig: int) -> Facts | None:
         entry = self.lookup(record_id, sig)
@@ -206,8 +211,9 @@ class Taken(NamedTuple):
 
 class TakenNodes:
     """The nodes a build takes from its source (`facts`), in position order (`add`: each by its entry there), a
-    result's scored columns set later (`score`): in arrays, about 30 bytes a node (a list of `Taken` held 300). A
-    sequence of `Taken` when iterated (its record id and signature read from `facts`)."""
+    result's scored columns set later (`score`): in arrays, about 60 bytes a node (a list of `Taken` held 300). A
+    sequence of `Taken` when iterated, once `detach`ed from `facts`: each node's record digest and signature copied out
+    of it, so that the facts are let go before the writer's DuckDB takes its memory."""
 
     def __init__(self, facts: FactTable | None = None) -> None:
         self._facts = facts
@@ -217,6 +223,9 @@ class TakenNodes:
         self._scored_at = array("q")  # the places of the results scored, ascending
         self._status = Interned()
         self._numbers = {name: Optionals() for name in _SCORED[1:]}
+        self._digests = bytearray()
+        self._sigs = array("q")
+        self._others: dict[int, str] = {}  # (a record id that is not an object id, by its place)
 
     def add(self, position: int, entry: int, action: str | None) -> None:
         if self._positions and position <= self._positions[-1]:
@@ -237,18 +246,36 @@ class TakenNodes:
         for name, column in self._numbers.items():
             column.append(scored[name])
 
+    def detach(self) -> TakenNodes:
+        """Copy each node's record digest and signature out of `facts`, and let it go."""
+        facts, self._facts = self._facts, None
+        if facts is None:
+            return self
+        digests, sigs, others = self._digests, self._sigs, self._others
+        for at, entry in enumerate(self._entries):
+            digest, sig, record_id = facts.digest_at(entry)
+            digests += digest
+            sigs.append(sig)
+            if record_id is not None:
+                others[at] = record_id
+        self._entries = array("q")
+        return self
+
     def __len__(self) -> int:
         return len(self._positions)
 
     def __iter__(self) -> Iterator[Taken]:
+        if self._facts is not None:
+            raise ValueError("taken nodes iterated before they were detached from their facts")
         scored_at, next_scored = self._scored_at, 0
-        key_at = self._facts.key_at if self._facts is not None else None
+        digests, others = self._digests, self._others
         for at in range(len(self._positions)):
             scored = None
             if next_scored < len(scored_at) and scored_at[next_scored] == at:
                 scored = {"run_status": self._status[next_scored],
                           **{name: column[next_scored] for name, column in self._numbers.items()}}
                 next_scored += 1
-            assert key_at is not None  # (a node is added by its entry in `facts`)
-            record_id, sig = key_at(self._entries[at])
-            yield Taken(self._positions[at], record_id, sig, self._actions[at], scored)
+            record_id = others.get(at) if others else None
+            if record_id is None:
+                record_id = PREFIX + digests[at * 32:at * 32 + 32].hex()
+            yield Taken(self._positions[at], record_id, self._sigs[at], self._actions[at], scored)

@@ -494,8 +494,9 @@ def flatten(log: Mapping[str, Any], load_record: RecordLoader, read_ahead: ReadA
             row.update((name, value) for name, value in scored.items() if name in row)
             sink.add("results", row, RowMeta(at, sigs[at], run_key))
     sink.add("builds", _build_row(log, ctx, count, spent), RowMeta(-1, None, None))
-    return Flattened(sink.tables, sink.meta, taken, ctx, reusable.source if reusable is not None and taken else None,
-                     sigs, sink.spilled)
+    # (the facts let go here, before the writer's DuckDB: packed.TakenNodes.detach)
+    return Flattened(sink.tables, sink.meta, taken.detach(), ctx,
+                     reusable.source if reusable is not None and taken else None, sigs, sink.spilled)
 
 
 def _flatten_node(meta: RowMeta, node: Mapping[str, Any], load_record: RecordLoader, ctx: Row, sink: RowSink,

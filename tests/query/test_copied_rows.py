@@ -216,7 +216,9 @@ def test_taken_nodes_are_the_list_of_taken_they_replace(tmp_path: Path) -> None:
         assert entry is not None
         taken.add(position, entry, action)
     taken.score(9, scored)
-    assert list(taken) == [packed.Taken(3, _oid(7), -1, "reuse", None), packed.Taken(9, "r1", 2, None, scored),
+    with pytest.raises(ValueError, match="detached"):
+        list(taken)
+    assert list(taken.detach()) == [packed.Taken(3, _oid(7), -1, "reuse", None), packed.Taken(9, "r1", 2, None, scored),
                            packed.Taken(12, _oid(8), 3, "x", None)]
     assert len(taken) == 3
     with pytest.raises(ValueError, match="after"):
