@@ -1,7 +1,7 @@
 """What indexing a build keeps of the nodes whose rows it copies (query/copied.py), held in arrays rather than as a
-Python object a node: the copy source's facts (`FactTable`: a 10,000 x 5 head's 200,000 nodes held 144 MB as a dict of
-named tuples, about 20 MB so) and the nodes taken (`TakenNodes`). Figures: docs/query.md (Details by module, copied.py).
-"""
+Python object a node: the copy source's facts (`FactTable`: a 10,000 x 5 head's 200,000 nodes held 105 MB of Python as a
+dict of named tuples, 26.8 MB so) and the nodes taken (`TakenNodes`). Figures: docs/query.md (Details by module,
+copied.py; Scale)."""
 
 from __future__ import annotations
 
@@ -87,10 +87,10 @@ _new_facts = tuple.__new__  # (a Facts made without its Python-level __new__: a 
 class FactTable(Mapping[tuple[str, int], Facts]):
     """{(record id, node_sig): Facts}, packed: the records' distinct digests sorted (SortedDigests), each with the range
     of its nodes in parallel arrays (signature, kind, status, latency, cost, and the one key a kind's facts read: a
-    run's own, an evaluation's run_key). About 80 bytes a node, where a dict of `Facts` took 720. Filled by `extend`
-    in the order of (record id, signature), then `seal`ed; a record id out of that order or not an object id is held
-    in a list beside (`_others`), so any order gives the same mapping. A node is named by its entry (`lookup`): its
-    place in the arrays, or ~its place among the others."""
+    run's own, an evaluation's run_key): 134 bytes a node with its keys' strs, where a dict of `Facts` took 525. Filled
+    by `extend` in the order of (digest, signature), then `seal`ed; a record id out of that order or not an object id
+    is held in a list beside (`_others`), so any order gives the same mapping. A node is named by its entry (`lookup`):
+    its place in the arrays, or ~its place among the others."""
 
     def __init__(self) -> None:
         self._digests = bytearray()
@@ -211,7 +211,8 @@ class Taken(NamedTuple):
 
 class TakenNodes:
     """The nodes a build takes from its source (`facts`), in position order (`add`: each by its entry there), a
-    result's scored columns set later (`score`): in arrays, about 60 bytes a node (a list of `Taken` held 300). A
+    result's scored columns set later (`score`): in arrays, about 60 bytes a node (a list of `Taken` ~250: each tuple,
+    its record id's str, its ints). A
     sequence of `Taken` when iterated, once `detach`ed from `facts`: each node's record digest and signature copied out
     of it, so that the facts are let go before the writer's DuckDB takes its memory."""
 
