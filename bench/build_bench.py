@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._workspace import best_of, claw, generate  # noqa: E402
+from bench._workspace import best_of, claw, generate, wait_out_racy_window  # noqa: E402
 from clawstore.testing.standin import StandIn, text  # noqa: E402
 
 
@@ -53,7 +53,7 @@ def part_a(server: StandIn, env: dict[str, str], tmp: Path, cases: int, models: 
     print(f"(a) initial build of {runs} runs: {first:.1f} s ({runs / first:.0f} runs/s, "
           f"{len(server.requests)} requests)")
     sent = len(server.requests)
-    time.sleep(2.1)  # past the stamp's mtime-granularity window (builder/stamp.py), then stamp it
+    wait_out_racy_window(root)  # past the stamp's mtime-granularity window (builder/stamp.py), then stamp it
     claw(root, "build", "--suite", "bench", "--run-profile", "bench", "--output", "json", env=env)
 
     def noop() -> float:

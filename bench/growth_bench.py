@@ -27,7 +27,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._workspace import generate  # noqa: E402
+from bench._workspace import generate, wait_out_racy_window  # noqa: E402
 from bench.eval_bench import judge_reply  # noqa: E402
 from clawstore.testing.standin import StandIn  # noqa: E402
 
@@ -111,7 +111,7 @@ def one_size(server: StandIn, tmp: Path, name: str, cases: int, models: int, com
     if requests == 0:
         raise SystemExit(f"the cold build of {cases} x {models} sent no request: nothing to measure")
     found["cold build"].cpu /= requests  # per request from here on
-    time.sleep(2.1)  # past the stamp's mtime-granularity window (builder/stamp.py)
+    wait_out_racy_window(root)  # past the stamp's mtime-granularity window (builder/stamp.py)
     measure(root, ("build", *CAMPAIGN), env)  # writes the stamp
     names = READ_COMMANDS if commands else {"build (no-op)": READ_COMMANDS["build (no-op)"]}
     for name, args in names.items():

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from clawstore.builder import casestamp
+from clawstore.builder import stamp as stamps
 from clawstore.builder.stamp import STAMPS_DIR
 from clawstore.testing.standin import StandIn, text
 from tests.support.claw import Claw
@@ -30,6 +31,18 @@ MODELS = ["m1", "m2", "m3"]
 COMMANDS = [("status", "text"), ("status", "json"), ("explain", "text"), ("explain", "json"),
             ("build --dry-run", "text"), ("plan", "text"), ("plan", "json")]
 SHARED = "../shared/notes.txt"  # an attachment two cases name, outside both their directories
+
+
+# The stamp's racy window for these in-process commands: 0.5 s instead of 2 s (RACY_NS), still ~100 times the file
+# system's timestamp tick. These tests are about what a stamp answers per case, not about the window (that is
+# test_noop_stamp's test_no_stamp_for_configs_written_within_the_granularity_window, at the real 2 s); each of their
+# nine wait_out_racy_window calls slept up to 2 s (~15 s of the file's ~30).
+WINDOW_NS = 500_000_000
+
+
+@pytest.fixture(autouse=True)
+def short_racy_window(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(stamps, "RACY_NS", WINDOW_NS)  # (what a build's stamp.write reads, and wait_out_racy_window)
 
 
 def _campaign(ws: Workspace, standin: StandIn) -> None:

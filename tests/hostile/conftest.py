@@ -1,4 +1,5 @@
-"""Users of the signing tests: each a config directory (key, trust list) and real claw processes."""
+"""Users of the signing tests: each a config directory (key, trust list) and the claw processes they run (`here`: a step
+that prepares what a test is about, run in the test's own process)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from clawstore.testing.standin import StandIn
 from tests.config.workspace_builder import _claw_command
 from tests.support.once import copied, made_once
+from tests.support.prepared import ok_here
 from tests.support.workspace import SECRET, Workspace, standard
 
 RUNS = ("--suite", "main", "--run-profile", "rp")
@@ -34,8 +36,16 @@ class User:
         assert done.returncode == 0, done.stderr
         return done.stdout
 
+    def here(self, *args: str, cwd: Path) -> str:
+        """`claw ARGS` as this user in the test's own process (tests/support/prepared.py), for a step that prepares
+        what a test is about; it succeeded: its stdout."""
+        with pytest.MonkeyPatch.context() as patch:
+            for name in ("XDG_CONFIG_HOME", "OPENROUTER_API_KEY", "OPENROUTER_BASE_URL"):
+                patch.setenv(name, self.env[name])
+            return ok_here(*args, cwd=cwd)
+
     def key(self, cwd: Path) -> str:
-        return self.ok("key", "show", cwd=cwd).strip()
+        return self.here("key", "show", cwd=cwd).strip()
 
 
 @pytest.fixture

@@ -112,9 +112,9 @@ def test_tool_calls_nested_near_the_parsers_limit_are_unparsed_calls_not_failed_
 
 def test_a_deep_listing_on_a_remote_is_refused_in_one_line(alice: User, tmp_path: Path) -> None:
     a = standard(tmp_path / "alice")
-    alice.ok("build", *RUNS, cwd=a.root)
+    alice.here("build", *RUNS, cwd=a.root)
     remote = tmp_path / "share" / "remote"
-    alice.ok("push", str(remote), cwd=a.root)
+    alice.here("push", str(remote), cwd=a.root)
     listing = sorted((remote / "packs").glob("*.ids"))[0]
     listing.write_text(DEEP)
     b = standard(tmp_path / "bob")

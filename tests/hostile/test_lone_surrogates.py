@@ -18,7 +18,7 @@ from clawstore.store import Store
 from clawstore.store.headdoc import inline_nodes, write_head
 from clawstore.testing.standin import StandIn, text
 from tests.hostile.attack import Outcome, forge_run_record, run_claw
-from tests.support.claw import env, ws  # noqa: F401 - fixtures
+from tests.support.claw import Claw, env, ws  # noqa: F401 - fixtures
 from tests.support.workspace import Workspace
 
 BUILD = ("build", "--suite", "main", "--run-profile", "rp")
@@ -65,7 +65,7 @@ def test_a_reply_holding_lone_surrogates_is_kept_with_replacement_characters(
 
 def test_a_stored_record_holding_a_lone_surrogate_is_indexed_with_a_replacement_character(
         ws: Workspace, standin: StandIn, env: dict[str, str]) -> None:  # noqa: F811
-    assert run_claw(ws.root, *BUILD).code == 0
+    assert Claw(ws.root)(*BUILD)[0] == 0  # (preparing: in process, tests/support/claw.py)
 
     def forge(record: dict[str, Any]) -> bytes:
         record["error"] = {"code": "forged", "message": "lone \ud800 surrogate"}
@@ -93,7 +93,7 @@ def test_a_page_showing_a_stored_answer_with_a_lone_surrogate_is_written(
     # `claw view`) brings it: the page's data keeps it as a JSON escape (valid UTF-8; a browser shows
     # U+FFFD), and the page is written.
     standin.set_default(text("the answer"))
-    assert run_claw(ws.root, *BUILD).code == 0
+    assert Claw(ws.root)(*BUILD)[0] == 0  # (preparing: in process, tests/support/claw.py)
     store = Store(Path(env["CLAW_STORE"]))
     ref = "campaigns/main__rp__none"
     head = inline_nodes(store.get_json(store.get_ref(ref)), store.get_json)

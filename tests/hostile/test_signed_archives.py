@@ -27,9 +27,9 @@ from tests.support.workspace import Workspace, standard
 @pytest.fixture
 def exported(alice: User, tmp_path: Path) -> Path:
     ws = standard(tmp_path / "alice")
-    alice.ok("build", *RUNS, cwd=ws.root)
+    alice.here("build", *RUNS, cwd=ws.root)
     archive = tmp_path / "alice.claw"
-    alice.ok("archive", "export", *RUNS, "-o", str(archive), cwd=ws.root)
+    alice.here("archive", "export", *RUNS, "-o", str(archive), cwd=ws.root)
     return archive
 
 
@@ -103,17 +103,17 @@ def test_untrusted_refused_kept_apart_then_trusted(alice: User, bob: User, expor
 
     # the same import, then `claw trust add`: the next build sends no request
     b3 = _fresh(tmp_path, "bob3")
-    bob.ok("archive", "import", str(exported), "--untrusted", cwd=b3.root)
-    assert bob.ok("trust", "add", signer, cwd=tmp_path).strip() == f"trusted {signer}"
+    bob.here("archive", "import", str(exported), "--untrusted", cwd=b3.root)
+    assert bob.here("trust", "add", signer, cwd=tmp_path).strip() == f"trusted {signer}"
     before = len(standin.requests)
     built = bob.ok("build", *RUNS, cwd=b3.root)
     assert len(standin.requests) == before, built
-    assert bob.claw("fsck", cwd=b3.root).returncode == 0
+    bob.here("fsck", cwd=b3.root)  # (exit 0: here asserts it)
 
     # trusted now: a plain import into a fresh workspace just works; removing trust refuses again
     b4 = _fresh(tmp_path, "bob4")
     bob.ok("archive", "import", str(exported), cwd=b4.root)
-    bob.ok("trust", "remove", signer, cwd=tmp_path)
+    bob.here("trust", "remove", signer, cwd=tmp_path)
     assert bob.claw("archive", "import", str(exported), cwd=_fresh(tmp_path, "bob5").root).returncode == 2
 
 
@@ -155,27 +155,27 @@ def test_forged_signatures_are_refused_and_the_store_is_unchanged(alice: User, e
 def test_a_pull_of_another_users_push_needs_their_key_trusted(alice: User, bob: User, tmp_path: Path,
                                                                standin: StandIn) -> None:
     a = standard(tmp_path / "alice")
-    alice.ok("build", *RUNS, cwd=a.root)
+    alice.here("build", *RUNS, cwd=a.root)
     remote = tmp_path / "remote"
-    alice.ok("push", str(remote), cwd=a.root)
+    alice.here("push", str(remote), cwd=a.root)
     b = standard(tmp_path / "bob")
     refused = bob.claw("pull", str(remote), cwd=b.root)
     assert refused.returncode == 2 and f"signed by {alice.key(tmp_path)}" in refused.stderr, refused.stderr
-    bob.ok("trust", "add", alice.key(tmp_path), cwd=tmp_path)
+    bob.here("trust", "add", alice.key(tmp_path), cwd=tmp_path)
     shutil.rmtree(b.root / "store", ignore_errors=True)
     bob.ok("pull", str(remote), cwd=b.root)
     before = len(standin.requests)
-    bob.ok("build", *RUNS, cwd=b.root)
+    bob.here("build", *RUNS, cwd=b.root)
     assert len(standin.requests) == before
 
 
 def test_pull_untrusted_is_kept_apart_until_the_pusher_is_trusted(alice: User, bob: User, tmp_path: Path,
                                                                   standin: StandIn) -> None:
     a = standard(tmp_path / "alice")
-    alice.ok("build", *RUNS, cwd=a.root)
+    alice.here("build", *RUNS, cwd=a.root)
     campaign_requests = len(standin.requests)
     remote = str(tmp_path / "remote")
-    alice.ok("push", remote, cwd=a.root)
+    alice.here("push", remote, cwd=a.root)
 
     b1 = standard(tmp_path / "bob1")
     pulled = bob.ok("pull", remote, "--untrusted", cwd=b1.root)
@@ -187,12 +187,12 @@ def test_pull_untrusted_is_kept_apart_until_the_pusher_is_trusted(alice: User, b
     assert again.returncode == 2 and "a key you do not trust" in again.stderr
 
     b2 = standard(tmp_path / "bob2")
-    bob.ok("pull", remote, "--untrusted", cwd=b2.root)
-    bob.ok("trust", "add", alice.key(tmp_path), cwd=tmp_path)
+    bob.here("pull", remote, "--untrusted", cwd=b2.root)
+    bob.here("trust", "add", alice.key(tmp_path), cwd=tmp_path)
     before = len(standin.requests)
     bob.ok("build", *RUNS, cwd=b2.root)  # moved in first, then reused
     assert len(standin.requests) == before
-    assert bob.claw("fsck", cwd=b2.root).returncode == 0
+    bob.here("fsck", cwd=b2.root)  # (exit 0: here asserts it)
     assert bob.ok("pull", remote, cwd=b2.root)  # trusted now: a plain pull just works
 
 
@@ -200,7 +200,7 @@ def test_kept_apart_results_are_queryable_viewable_and_marked(alice: User, bob: 
                                                               tmp_path: Path) -> None:
     signer = alice.key(tmp_path)
     b = _fresh(tmp_path, "bob")
-    bob.ok("archive", "import", str(exported), "--untrusted", cwd=b.root)
+    bob.here("archive", "import", str(exported), "--untrusted", cwd=b.root)
     sql = "select trusted, signer, count(*) as n from runs group by all order by all"
 
     report = bob.ok("report", *RUNS, cwd=b.root)
@@ -228,7 +228,7 @@ def test_kept_apart_results_are_queryable_viewable_and_marked(alice: User, bob: 
     assert compared["a"]["ref"].startswith("campaigns/main__rp__none (UNTRUSTED: kept apart, signed by")
 
     # trusted: the next build moves it in, and the same rows are trusted now, with no note
-    bob.ok("trust", "add", signer, cwd=tmp_path)
+    bob.here("trust", "add", signer, cwd=tmp_path)
     bob.ok("build", *RUNS, cwd=b.root)
     queried = bob.claw("query", sql, "--format", "csv", cwd=b.root)
     assert queried.stdout.strip().splitlines()[1].startswith("true,,"), queried.stdout

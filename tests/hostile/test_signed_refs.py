@@ -35,17 +35,17 @@ def _pushed_here(alice: User, tmp_path: Path) -> tuple[Workspace, Path]:
     """Alice's build and push made in this test: her store then tracks this remote, and she can push to it again
     (the `pushed` fixture's copy tracks the remote where it was made)."""
     a = standard(tmp_path / "alice")
-    alice.ok("build", *RUNS, cwd=a.root)
+    alice.here("build", *RUNS, cwd=a.root)
     remote = tmp_path / "remote"
-    alice.ok("push", str(remote), cwd=a.root)
+    alice.here("push", str(remote), cwd=a.root)
     return a, remote
 
 
 def _puller(alice: User, bob: User, remote: Path, tmp_path: Path) -> Workspace:
     """Bob, who trusts Alice and has pulled her campaign once."""
-    bob.ok("trust", "add", alice.key(tmp_path), cwd=tmp_path)
+    bob.here("trust", "add", alice.key(tmp_path), cwd=tmp_path)
     b = standard(tmp_path / "bob")
-    bob.ok("pull", str(remote), cwd=b.root)
+    bob.here("pull", str(remote), cwd=b.root)
     return b
 
 
@@ -73,11 +73,11 @@ def test_a_rewritten_ref_is_refused_before_anything_is_fetched(alice: User, bob:
     honest = ref.read_text().strip()
     # a head of Alice's the attacker wants back: her previous build, which she pushed and moved on from
     a.case("alpha", "What is 3 + 3?")
-    alice.ok("build", *RUNS, cwd=a.root)
-    alice.ok("push", str(remote), cwd=a.root)
+    alice.here("build", *RUNS, cwd=a.root)
+    alice.here("push", str(remote), cwd=a.root)
     newest = ref.read_text().strip()
     assert newest != honest
-    bob.ok("pull", str(remote), cwd=b.root)
+    bob.here("pull", str(remote), cwd=b.root)
     forged = "blake3:" + "ab" * 32
 
     attacks = {
@@ -124,14 +124,14 @@ def test_a_pull_refused_for_one_pack_imports_none(alice: User, bob: User, tmp_pa
     b = _puller(alice, bob, remote, tmp_path)
     # Alice pushes new results, and someone Bob does not trust drops packs of their own in the bucket
     a.case("beta", "Name a fruit.")
-    alice.ok("build", *RUNS, cwd=a.root)
-    alice.ok("push", str(remote), cwd=a.root)
+    alice.here("build", *RUNS, cwd=a.root)
+    alice.here("push", str(remote), cwd=a.root)
     mallory = User(tmp_path / "mallory-config", standin)
     m = standard(tmp_path / "mallory")
     m.case("alpha", "What is 5 + 5?")
-    mallory.ok("build", *RUNS, cwd=m.root)
+    mallory.here("build", *RUNS, cwd=m.root)
     elsewhere = tmp_path / "mallory-remote"
-    mallory.ok("push", str(elsewhere), cwd=m.root)
+    mallory.here("push", str(elsewhere), cwd=m.root)
     for pack in (elsewhere / "packs").iterdir():
         shutil.copy(pack, remote / "packs" / pack.name)
 

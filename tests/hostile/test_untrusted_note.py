@@ -19,14 +19,14 @@ def _notes(stderr: str) -> list[str]:
 def test_a_build_that_would_pay_for_untrusted_results_says_so_once_before_paying(
         alice: User, bob: User, tmp_path: Path, standin: StandIn) -> None:
     mine = standard(tmp_path / "alice")
-    alice.ok("build", *RUNS, "--case", "alpha", cwd=mine.root)  # beta's 2 runs not built: not in the archive
+    alice.here("build", *RUNS, "--case", "alpha", cwd=mine.root)  # beta's 2 runs not built: not in the archive
     archive = tmp_path / "alice.claw"
-    alice.ok("archive", "export", *RUNS, "-o", str(archive), cwd=mine.root)
+    alice.here("archive", "export", *RUNS, "-o", str(archive), cwd=mine.root)
     signer = alice.key(tmp_path)
     assert _notes(alice.claw("plan", *RUNS, cwd=mine.root).stderr) == []  # nothing kept apart: nothing said
 
     theirs = standard(tmp_path / "bob")
-    bob.ok("archive", "import", str(archive), "--untrusted", cwd=theirs.root)
+    bob.here("archive", "import", str(archive), "--untrusted", cwd=theirs.root)
     for command in (["plan"], ["status"], ["explain"], ["build", "--dry-run"]):
         done = bob.claw(*command, *RUNS, cwd=theirs.root)
         assert done.returncode == 0, done.stderr
@@ -48,12 +48,12 @@ def test_a_build_that_would_pay_for_untrusted_results_says_so_once_before_paying
 def test_a_node_whose_own_record_is_a_failure_is_counted_the_build_pays_for_it_again(
         alice: User, bob: User, tmp_path: Path, standin: StandIn) -> None:
     mine = standard(tmp_path / "alice")
-    alice.ok("build", *RUNS, "--case", "alpha", cwd=mine.root)
+    alice.here("build", *RUNS, "--case", "alpha", cwd=mine.root)
     archive = tmp_path / "alice.claw"
-    alice.ok("archive", "export", *RUNS, "-o", str(archive), cwd=mine.root)
+    alice.here("archive", "export", *RUNS, "-o", str(archive), cwd=mine.root)
 
     theirs = standard(tmp_path / "bob")
-    bob.ok("archive", "import", str(archive), "--untrusted", cwd=theirs.root)
+    bob.here("archive", "import", str(archive), "--untrusted", cwd=theirs.root)
     standin.script("*", error(400, "refused"), match="What is 2 + 2?")  # alpha's runs fail here: retried next build
     assert bob.claw("build", *RUNS, "--case", "alpha", cwd=theirs.root).returncode == 1
     for command in (["plan"], ["status"], ["explain"]):

@@ -18,6 +18,7 @@ from clawstore.testing.standin import StandIn
 from tests.config.workspace_builder import claw
 from tests.faults.helpers import head_nodes
 from tests.support.judging import JUDGE, eval_profile, judge_reply
+from tests.support.prepared import ok_here
 from tests.support.storefiles import lose_object
 from tests.support.workspace import SECRET, Workspace, write_yaml
 
@@ -30,8 +31,15 @@ def ok(*args: str, cwd: Path) -> str:
 
 
 def build(ws: Workspace, suite: str, evaluation: str | None, *extra: str) -> None:
+    """The build a test is about: a real `claw` process."""
     ok("build", "--suite", suite, "--run-profile", "rp",
        *(("--evaluation-profile", evaluation) if evaluation else ()), *extra, cwd=ws.root)
+
+
+def prepare(ws: Workspace, suite: str, evaluation: str | None, *extra: str) -> None:
+    """A build that prepares what the test is about: in this process (tests/support/prepared.py)."""
+    ok_here("build", "--suite", suite, "--run-profile", "rp",
+            *(("--evaluation-profile", evaluation) if evaluation else ()), *extra, cwd=ws.root)
 
 
 def team(tmp_path: Path) -> Workspace:
@@ -48,8 +56,8 @@ def team(tmp_path: Path) -> Workspace:
 
 
 def record_ids(ws: Workspace, suite: str) -> list[str]:
-    rows = json.loads(ok("query", f"select record_id from runs where suite_id = '{suite}'", "--format", "json",
-                         cwd=ws.root))
+    rows = json.loads(ok_here("query", f"select record_id from runs where suite_id = '{suite}'", "--format", "json",
+                              cwd=ws.root))
     return [row["record_id"] for row in rows]
 
 
@@ -58,15 +66,15 @@ def test_a_build_with_a_remote_pulls_what_its_plan_needs(provider: StandIn, remo
     provider.script(JUDGE, *[judge_reply(7)] * 8)
     a = team(tmp_path)
     remote = remote_url
-    build(a, "main", "ev")
-    build(a, "other", None)
+    prepare(a, "main", "ev")
+    prepare(a, "other", None)
     paid = len(provider.requests)
     assert paid == 4 + 8 + 4  # main's runs and judgements (2 repetitions), other's runs
-    ok("push", remote, cwd=a.root)
+    ok_here("push", remote, cwd=a.root)
 
     b = Workspace(tmp_path / "b")
     shutil.copytree(a.configs, b.configs)
-    ok("remote", "add", "team", remote, cwd=b.root)
+    ok_here("remote", "add", "team", remote, cwd=b.root)
     build(b, "main", "ev", "--remote", "team")
     assert len(provider.requests) == paid, "runs, checks, judgements and results came with the pull"
     assert record_ids(b, "main") and sorted(record_ids(b, "main")) == sorted(record_ids(a, "main"))
@@ -84,7 +92,7 @@ def test_a_build_with_a_remote_pulls_what_its_plan_needs(provider: StandIn, remo
     write_yaml(c.root / "claw.yaml", {"remotes": {"team": {"url": remote}}})
     build(c, "main", "mean", "--remote", "team")
     assert len(provider.requests) == paid, "the runs and judgements another campaign paid for were reused"
-    ok("fsck", cwd=c.root)
+    ok_here("fsck", cwd=c.root)
 
 
 @pytest.mark.parametrize("remote_url", ["s3"], indirect=True)  # (the directory backend: conftest.py)
@@ -93,8 +101,8 @@ def test_a_campaign_pulled_whole_is_planned_once(provider: StandIn, remote_url: 
     # Each round of the pull before a build plans the whole campaign again (seconds at 10,000 runs).
     provider.script(JUDGE, *[judge_reply(7)] * 8)
     a = team(tmp_path)
-    build(a, "main", "ev")
-    ok("push", remote_url, cwd=a.root)
+    prepare(a, "main", "ev")
+    ok_here("push", remote_url, cwd=a.root)
     b = Workspace(tmp_path / "b")
     shutil.copytree(a.configs, b.configs)
     monkeypatch.chdir(b.root)
@@ -123,7 +131,7 @@ def test_a_push_of_a_head_the_remote_already_holds_walks_nothing(provider: Stand
     # remote holds it already, and walking its closure took seconds at 10,000 runs.
     provider.script(JUDGE, *[judge_reply(7)] * 16)
     a = team(tmp_path)
-    build(a, "main", "ev")
+    prepare(a, "main", "ev")
     ref = "campaigns/main__rp__ev"
     store = Store(a.root / "store", create=False)
     assert store.get_ref(ref) is not None
@@ -141,7 +149,7 @@ def test_a_push_of_a_head_the_remote_already_holds_walks_nothing(provider: Stand
     again = push(store, remote, [ref])
     assert walks == [store.get_ref(ref)] and again.objects == 0 and again.refs_moved == []
     a.edit("cases/alpha/test.yaml", lambda d: d["input"]["messages"][-1].update(content="What is 3 + 3?"))
-    build(a, "main", "ev")
+    prepare(a, "main", "ev")
     moved = push(store, remote, [ref])
     assert walks[-1] == store.get_ref(ref) and moved.objects > 0 and moved.refs_moved == [ref]
 
@@ -153,7 +161,7 @@ def test_a_build_whose_head_the_remote_holds_walks_no_closure(provider: StandIn,
     # at 10,000 runs) even when this store holds that very head: the plan tells what is missing.
     provider.script(JUDGE, *[judge_reply(7)] * 8)
     a = team(tmp_path)
-    build(a, "main", "ev", "--remote", remote_url)
+    prepare(a, "main", "ev", "--remote", remote_url)
     monkeypatch.chdir(a.root)
     campaign = load_campaign(CampaignRequest(a.root, "main", "rp", "ev"))
     store = Store(a.root / "store", create=False)
@@ -177,7 +185,7 @@ def test_what_this_store_lost_comes_back_from_the_remote_before_the_build(provid
     # --repair quarantines such objects): the next `build --remote` fetches them again instead of paying.
     provider.script(JUDGE, *[judge_reply(7)] * 8)
     a = team(tmp_path)
-    build(a, "main", "ev", "--remote", remote_url)
+    prepare(a, "main", "ev", "--remote", remote_url)
     paid = len(provider.requests)
     b = Workspace(tmp_path / "b")
     shutil.copytree(a.configs, b.configs)
@@ -194,7 +202,7 @@ def test_what_this_store_lost_comes_back_from_the_remote_before_the_build(provid
     build(b, "main", "ev", "--remote", remote_url)
     assert len(provider.requests) == paid, "what the remote holds was fetched, not paid for again"
     assert store.has(answer) and store.has(judgement["record"])
-    ok("fsck", cwd=b.root)
+    ok_here("fsck", cwd=b.root)
 
 
 @pytest.mark.parametrize("remote_url", ["s3"], indirect=True)  # (the directory backend: conftest.py)
@@ -204,12 +212,12 @@ def test_a_plan_with_a_remote_counts_only_what_the_remote_does_not_hold(provider
     # had already paid for: a campaign fully on the remote planned 12 requests and sent none.
     provider.script(JUDGE, *[judge_reply(7)] * 12)
     a = team(tmp_path)
-    build(a, "main", "ev")
-    ok("push", remote_url, cwd=a.root)
+    prepare(a, "main", "ev")
+    ok_here("push", remote_url, cwd=a.root)
     paid = len(provider.requests)
     b = Workspace(tmp_path / "b")
     shutil.copytree(a.configs, b.configs)
-    ok("remote", "add", "team", remote_url, cwd=b.root)
+    ok_here("remote", "add", "team", remote_url, cwd=b.root)
     b.edit("cases/beta/test.yaml", lambda d: d["input"]["messages"][1].update(content="Name a fruit."))
     plan = ("plan", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev", "--output", "json")
     assert json.loads(ok(*plan, cwd=b.root))["requests"] == 4 + 8  # without the remote: everything
@@ -244,9 +252,9 @@ def test_a_head_ref_that_is_no_ref_is_named_by_build_remote_and_refused_by_its_p
     # The pull before a build skipped a remote head holding garbage without a word (`claw pull` names it).
     provider.script(JUDGE, *[judge_reply(7)] * 8)
     a = team(tmp_path)
-    build(a, "main", "ev")
+    prepare(a, "main", "ev")
     paid = len(provider.requests)
-    ok("push", remote_url, cwd=a.root)
+    ok_here("push", remote_url, cwd=a.root)
     [head] = [path for path in (Path(remote_url) / "refs" / "campaigns").rglob("*") if path.is_file()]
     head.write_text("not an id\n")
     name = head.relative_to(Path(remote_url) / "refs").as_posix()

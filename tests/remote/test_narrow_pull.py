@@ -10,6 +10,7 @@ import pytest
 
 from clawstore.testing.standin import StandIn
 from tests.config.workspace_builder import claw
+from tests.support.prepared import claw_here, ok_here
 from tests.support.workspace import SECRET, standard
 
 MAIN = ("--suite", "main", "--run-profile", "rp")
@@ -29,10 +30,10 @@ def test_a_narrowed_pull_fetches_only_that_campaigns_packs(tmp_path: Path, stand
     a = standard(tmp_path / "a")
     a.suite("other", ["m3", "m4"])
     remote = str(tmp_path / "remote")
-    ok("build", *MAIN, cwd=a.root)
-    ok("build", *OTHER, cwd=a.root)
-    ok("push", remote, *OTHER, cwd=a.root)  # pack(s) holding everything the "other" campaign reaches
-    ok("push", remote, *MAIN, cwd=a.root)  # what the remote lacks of "main" (shared objects are sent once)
+    ok_here("build", *MAIN, cwd=a.root)
+    ok_here("build", *OTHER, cwd=a.root)
+    ok_here("push", remote, *OTHER, cwd=a.root)  # pack(s) holding everything the "other" campaign reaches
+    ok_here("push", remote, *MAIN, cwd=a.root)  # what the remote lacks of "main" (shared objects are sent once)
     every = len(list(Path(remote).rglob("*.pack")))
     assert every >= 2
 
@@ -42,13 +43,13 @@ def test_a_narrowed_pull_fetches_only_that_campaigns_packs(tmp_path: Path, stand
     fetched = int(re.search(r"(\d+) pack\(s\)", pulled).group(1))  # type: ignore[union-attr]
     assert 1 <= fetched < every, pulled
     sent = len(standin.requests)
-    assert "0 executed" in ok("build", *OTHER, cwd=b.root)  # everything that campaign needs arrived
+    assert "0 executed" in ok_here("build", *OTHER, cwd=b.root)  # everything that campaign needs arrived
     assert len(standin.requests) == sent
-    assert "would execute" in ok("build", *MAIN, "--dry-run", cwd=b.root)  # the other one did not
-    assert claw("fsck", cwd=b.root).returncode == 0
+    assert "would execute" in ok_here("build", *MAIN, "--dry-run", cwd=b.root)  # the other one did not
+    assert claw_here("fsck", cwd=b.root)[0] == 0
 
     # the whole remote, for comparison: the rest arrives, and the first campaign needs nothing either
     shutil.rmtree(b.root / "store")
     ok("pull", remote, cwd=b.root)
-    ok("build", *MAIN, cwd=b.root)
+    ok_here("build", *MAIN, cwd=b.root)
     assert len(standin.requests) == sent

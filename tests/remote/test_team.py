@@ -12,6 +12,7 @@ import pytest
 from clawstore.testing.standin import StandIn
 from tests.config.workspace_builder import claw
 from tests.support.judging import JUDGE, eval_profile, judge_reply
+from tests.support.prepared import claw_here, ok_here
 from tests.support.workspace import SECRET, Workspace, standard
 
 BUILD = ("build", "--suite", "main", "--run-profile", "rp")
@@ -38,11 +39,11 @@ def test_team_round_trip(provider: StandIn, remote_url: str, tmp_path: Path) -> 
     provider.script(JUDGE, judge_reply(7))
     b = Workspace(tmp_path / "b")
     shutil.copytree(a.configs, b.configs)
-    ok("remote", "add", "team", remote_url, cwd=a.root)
-    ok("remote", "add", "team", remote_url, cwd=b.root)
+    ok_here("remote", "add", "team", remote_url, cwd=a.root)
+    ok_here("remote", "add", "team", remote_url, cwd=b.root)
     scored = (*BUILD, "--evaluation-profile", "ev")
 
-    ok(*scored, cwd=a.root)
+    ok_here(*scored, cwd=a.root)
     paid_by_a = len(provider.requests)
     assert paid_by_a == 4 + 4  # 2 cases x 2 models, each run judged once
     assert "ref(s) moved" in ok("push", "team", cwd=a.root)
@@ -60,13 +61,13 @@ def test_team_round_trip(provider: StandIn, remote_url: str, tmp_path: Path) -> 
     ok("pull", "team", cwd=a.root)
     ok(*scored, cwd=a.root)
     assert len(provider.requests) == paid_by_a + 2 + 2, "A rebuilt what B had paid for"
-    assert ok("query", "select count(*) as n from results", "--format", "csv", cwd=a.root).split() == ["n", "4"]
-    rows = json.loads(ok("query", "select case_id, model_id, action from runs order by 1, 2", "--format", "json",
-                         cwd=a.root))
+    assert ok_here("query", "select count(*) as n from results", "--format", "csv", cwd=a.root).split() == ["n", "4"]
+    rows = json.loads(ok_here("query", "select case_id, model_id, action from runs order by 1, 2", "--format",
+                              "json", cwd=a.root))
     assert [(r["case_id"], r["model_id"]) for r in rows] == [("alpha", "m1"), ("alpha", "m2"), ("beta", "m1"),
                                                              ("beta", "m2")]
-    ok("fsck", cwd=a.root)
-    ok("fsck", cwd=b.root)
+    ok_here("fsck", cwd=a.root)
+    ok_here("fsck", cwd=b.root)
 
 
 def test_a_push_that_would_drop_a_colleagues_head_is_refused(provider: StandIn, tmp_path: Path) -> None:
@@ -74,11 +75,11 @@ def test_a_push_that_would_drop_a_colleagues_head_is_refused(provider: StandIn, 
     a = standard(tmp_path / "a")
     b = Workspace(tmp_path / "b")
     shutil.copytree(a.configs, b.configs)
-    ok(*BUILD, cwd=a.root)
-    ok(*BUILD, cwd=b.root)  # both built on their own (B's stand-in answers are the same; heads differ)
-    ok("push", remote, cwd=a.root)
+    ok_here(*BUILD, cwd=a.root)
+    ok_here(*BUILD, cwd=b.root)  # both built on their own (B's stand-in answers are the same; heads differ)
+    ok_here("push", remote, cwd=a.root)
     edit_alpha(b)
-    ok(*BUILD, cwd=b.root)
+    ok_here(*BUILD, cwd=b.root)
     published = sorted(os.listdir(Path(remote) / "packs"))
     refused = claw("push", remote, cwd=b.root)
     assert refused.returncode == 1 and "run claw pull, then push again" in refused.stderr
@@ -93,8 +94,8 @@ def test_a_push_that_would_drop_a_colleagues_head_is_refused(provider: StandIn, 
 def test_pull_of_a_tampered_pack_changes_nothing(provider: StandIn, tmp_path: Path) -> None:
     remote = tmp_path / "shared-remote"
     a = standard(tmp_path / "a")
-    ok(*BUILD, cwd=a.root)
-    ok("push", str(remote), cwd=a.root)
+    ok_here(*BUILD, cwd=a.root)
+    ok_here("push", str(remote), cwd=a.root)
     pack = next((remote / "packs").glob("*.pack"))
     data = bytearray(pack.read_bytes())
     data[len(data) // 2] ^= 0xFF
@@ -105,7 +106,8 @@ def test_pull_of_a_tampered_pack_changes_nothing(provider: StandIn, tmp_path: Pa
     assert refused.returncode in (2, 3) and "Traceback" not in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1
     if (b.root / "store").exists():  # (else it held nothing: removed; kept with a pack downloaded whole, to resume)
-        assert json.loads(ok("query", "select count(*) as n from runs", "--format", "json", cwd=b.root)) == [{"n": 0}]
+        counted = ok_here("query", "select count(*) as n from runs", "--format", "json", cwd=b.root)
+        assert json.loads(counted) == [{"n": 0}]
 
 
 def test_a_pull_from_a_bad_url_is_one_line_and_creates_nothing(tmp_path: Path) -> None:
@@ -129,21 +131,21 @@ def test_a_team_moves_to_a_fresh_remote_to_leave_what_it_retired_behind(provider
     b = Workspace(tmp_path / "b")
     shutil.copytree(a.configs, b.configs)
     for ws in (a, b):
-        ok("remote", "add", "team", str(old), cwd=ws.root)
-    ok(*BUILD, cwd=a.root)
-    ok("build", "--suite", "other", "--run-profile", "rp", cwd=a.root)
+        ok_here("remote", "add", "team", str(old), cwd=ws.root)
+    ok_here(*BUILD, cwd=a.root)
+    ok_here("build", "--suite", "other", "--run-profile", "rp", cwd=a.root)
     edit_alpha(a)
-    ok(*BUILD, cwd=a.root)  # alpha's first runs are superseded
-    ok("push", "team", cwd=a.root)
+    ok_here(*BUILD, cwd=a.root)  # alpha's first runs are superseded
+    ok_here("push", "team", cwd=a.root)
     edit_alpha(b)
-    ok("pull", "team", cwd=b.root)
+    ok_here("pull", "team", cwd=b.root)
     paid = len(provider.requests)
 
-    ok("refs", "--delete", "campaigns/other__rp__none", "--delete", "remotes/team/campaigns/other__rp__none",
-       cwd=a.root)
-    ok("gc", "--grace", "0", cwd=a.root)
+    ok_here("refs", "--delete", "campaigns/other__rp__none", "--delete", "remotes/team/campaigns/other__rp__none",
+            cwd=a.root)
+    ok_here("gc", "--grace", "0", cwd=a.root)
     for ws in (a, b):
-        ok("remote", "add", "team", str(fresh), cwd=ws.root)
+        ok_here("remote", "add", "team", str(fresh), cwd=ws.root)
     ok("push", "team", cwd=a.root)
     assert _blocks(fresh) < 0.8 * _blocks(old)
     assert sorted(p.name for p in (fresh / "refs" / "campaigns").iterdir()) == ["main__rp__none"]
@@ -160,8 +162,8 @@ def test_a_team_moves_to_a_fresh_remote_to_leave_what_it_retired_behind(provider
     ok(*BUILD, cwd=a.root)
     assert len(provider.requests) == paid + 2
     assert sorted(p.name for p in (fresh / "refs" / "campaigns").iterdir()) == ["main__rp__none"]
-    ok("fsck", cwd=a.root)
-    ok("fsck", cwd=b.root)
+    ok_here("fsck", cwd=a.root)
+    ok_here("fsck", cwd=b.root)
 
 
 @pytest.mark.parametrize("remote_url", ["s3"], indirect=True)  # (the directory backend: conftest.py)
@@ -171,23 +173,24 @@ def test_a_colleagues_results_replace_the_runs_that_failed_here(provider: StandI
     # A's provider failed (recorded as provider_error, which a build runs again); B's did not and B pushed.
     # A's next build reuses B's results instead of paying for every run a second time.
     a = standard(tmp_path / "a")
+    a.run_profile(defaults={"retries": 0})  # (A's failures are final at once: no backoff waited out between attempts)
     b = Workspace(tmp_path / "b")
     shutil.copytree(a.configs, b.configs)
     provider.set_default({"status": 500, "error": "upstream down"})
-    assert claw(*BUILD, cwd=a.root).returncode == 1
+    assert claw_here(*BUILD, cwd=a.root)[0] == 1
     provider.set_default({"content": "fine"})
-    ok(*BUILD, cwd=b.root)
-    ok("push", remote_url, cwd=b.root)
+    ok_here(*BUILD, cwd=b.root)
+    ok_here("push", remote_url, cwd=b.root)
     paid = len(provider.requests)
     if how == "build --remote":
-        ok("remote", "add", "team", remote_url, cwd=a.root)
+        ok_here("remote", "add", "team", remote_url, cwd=a.root)
         built = ok(*BUILD, "--remote", "team", cwd=a.root)
     else:
         ok("pull", remote_url, cwd=a.root)
         built = ok(*BUILD, cwd=a.root)
     assert "0 executed" in built
     assert len(provider.requests) == paid, "A paid again for runs B had pushed"
-    ok("fsck", cwd=a.root)
+    ok_here("fsck", cwd=a.root)
 
 
 @pytest.mark.parametrize("remote_url", ["dir"], indirect=True)
@@ -201,12 +204,12 @@ def test_a_pulled_store_collects_a_colleagues_batch_and_never_sends_it_again(pro
     provider.batch_settings(delay=1.0)
     b = Workspace(tmp_path / "b")
     shutil.copytree(a.configs, b.configs)
-    ok("remote", "add", "team", remote_url, cwd=a.root)
-    ok("remote", "add", "team", remote_url, cwd=b.root)
+    ok_here("remote", "add", "team", remote_url, cwd=a.root)
+    ok_here("remote", "add", "team", remote_url, cwd=b.root)
     scored = (*BUILD, "--evaluation-profile", "ev")
-    ok(*scored, "--batch", cwd=a.root)  # returns at once: its 4 runs pending in a batch per model
+    ok_here(*scored, "--batch", cwd=a.root)  # returns at once: its 4 runs pending in a batch per model
     assert provider.batch_stats()["lines"] == 4
-    ok("push", "team", cwd=a.root)
+    ok_here("push", "team", cwd=a.root)
     ok("pull", "team", cwd=b.root)
     out = ok(*scored, "--batch", "--wait", "--output", "json", cwd=b.root)  # A's runs, then 4 judgements
     assert {r["score"] for r in json.loads(out)["rows"]} == {7.0}
@@ -214,8 +217,8 @@ def test_a_pulled_store_collects_a_colleagues_batch_and_never_sends_it_again(pro
     assert stats["lines"] == 8 and len(set(stats["custom_ids"])) == 8, "B sent again what A's batches stand for"
     assert provider.requests == []  # nothing one by one
     ok("pull", "team", cwd=b.root)  # brings back the refs of A's batches, which B let go once collected
-    status = ok("batch", "status", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev",
+    status = ok_here("batch", "status", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev",
                 "--output", "json", cwd=b.root)
     assert json.loads(status)["pending"] == 0 and json.loads(status)["batches"] == []
     assert provider.batch_stats()["lines"] == 8
-    ok("fsck", cwd=b.root)
+    ok_here("fsck", cwd=b.root)

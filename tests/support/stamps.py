@@ -4,14 +4,15 @@ the build's output only when the stamp answered (clawstore/builder/stamp.py)."""
 from __future__ import annotations
 
 import json
-import os
-import time
 from pathlib import Path
 from typing import Any
 
 import blake3
 
-from clawstore.builder.stamp import RACY_NS, STAMPS_DIR
+from bench._workspace import wait_out_racy_window
+from clawstore.builder.stamp import STAMPS_DIR
+
+__all__ = ["MARK", "answered_by_stamp", "mark_stamp", "wait_out_racy_window"]  # (the last: bench's, one for both)
 
 MARK = "answered-by-stamp"
 
@@ -34,19 +35,3 @@ def mark_stamp(store_root: Path) -> None:
 def answered_by_stamp(result: dict[str, Any]) -> bool:
     """Did the build whose JSON output this is answer from the (marked) stamp?"""
     return any(row["status"] == MARK for row in result["rows"])
-
-
-def wait_out_racy_window(root: Path) -> None:
-    """Sleep until every file and directory in the workspace `root` (its store/ left out) changed more than the
-    stamp's window (RACY_NS) ago, so the next build may leave a stamp: only what is left of the window, not all
-    of it again (a build before this has already spent most of it; a fixed 2.1 s was about 30 s of the suite)."""
-    newest = 0
-    for folder, dirs, files in os.walk(root):
-        if folder == str(root):
-            dirs[:] = [d for d in dirs if d != "store"]
-        for name in (*dirs, *files):
-            st = os.lstat(os.path.join(folder, name))
-            newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
-    wait_s = (newest + RACY_NS + 100_000_000 - time.time_ns()) / 1e9
-    if wait_s > 0:
-        time.sleep(wait_s)

@@ -1,0 +1,34 @@
+"""`claw` run in the test's own process, for the steps that prepare what a test is about (a build, a push, a remote
+added) and the queries that read what it left: the same commands through the same front (clawstore/project), without
+the ~0.3 s start of a child process each. The call a test is about stays a real `claw` process
+(tests/config/workspace_builder.py `claw`).
+
+Run as `claw` runs there: in the workspace's directory, without the caller's CLAW_STORE (the workspace's own store).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from clawstore.cli import main
+from tests.support.workspace import SECRET
+
+
+def claw_here(*args: str, cwd: Path) -> tuple[int, str, str]:
+    """`claw ARGS` in this process, in `cwd`: its exit code, stdout and stderr."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(cwd)
+        patch.delenv("CLAW_STORE", raising=False)
+        result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def ok_here(*args: str, cwd: Path) -> str:
+    """`claw ARGS` in this process; it succeeded and showed no secret: its stdout."""
+    code, out, err = claw_here(*args, cwd=cwd)
+    assert code == 0, err
+    assert SECRET not in out + err
+    return out
