@@ -3,8 +3,7 @@ build costs what it changed. How rows are matched and the figures: docs/query.md
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -12,9 +11,11 @@ import duckdb
 
 from clawstore.query import duck
 from clawstore.query.jsonarray import write_array
-from clawstore.query.rows import Facts, Reusable, Row, RowMeta, Taken
+from clawstore.query.packed import FactTable, Taken
+from clawstore.query.rows import Reusable, Row, RowMeta
 from clawstore.query.schema import HISTORY_VIEW, Column, duckdb_columns
 from clawstore.query.sqltext import literal
+from clawstore.store.core.ids import PREFIX
 
 SIG, RUN_KEY = "_claw_node_sig", "_claw_run_key"
 HIDDEN: dict[str, list[Column]] = {
@@ -28,33 +29,36 @@ ORDER = [Column("_claw_pos", "BIGINT", "node position"), Column("_claw_sub", "BI
 _SCORED = ("run_status", "latency_s", "run_cost_usd", "eval_cost_usd", "total_cost_usd")  # rows.scored_run
 _TAKEN = "claw_taken"
 FACTS_AT_ONCE = 8192  # rows of a source's nodes fetched at once by `reusable`
+TAKEN_AT_ONCE = 1024  # taken nodes written at once by `load_taken`
 
 
 def reusable(source: Path) -> Reusable | None:
     """The nodes whose rows `source` (a segment or head directory) holds exactly once, or None when it
     holds none that can be copied: gone meanwhile, or written by a claw without the hidden columns."""
-    facts: dict[tuple[str, int], Facts] = {}
-    con = duck.connect()
+    facts = FactTable()
+    con = duck.connect(threads=1)  # (its sort's high-water mark: 191 MB over the process's at 10,000 x 5, 169 so)
     try:
-        # Only what flatten reads of each kind (a run's key, status and latency; an evaluation's run_key), the
-        # kind itself interned, read FACTS_AT_ONCE rows at a time: 200,000 nodes held 140 MB of facts, and as
-        # many rows again while they were made.
+        # Only what flatten reads of each kind (a run's key, status and latency; an evaluation's run_key), in the
+        # order of record digest and signature for FactTable to pack as they come, FACTS_AT_ONCE rows at a time; an
+        # object id as its digest's bytes alone, another id as it is (FactTable holds it beside).
+        digest = (f"CASE WHEN regexp_full_match(record_id, '{PREFIX}[0-9a-f]{{64}}') "
+                  f"THEN unhex(record_id[{len(PREFIX) + 1}:]) END")
         cursor = con.execute(
-            f"SELECT record_id, {SIG}, kind, CASE WHEN kind = 'run' THEN key END, "
-            f"CASE WHEN kind = 'run' THEN status END, CASE WHEN kind = 'run' THEN latency_s END, cost_usd, "
-            f"CASE WHEN kind IN ('checks', 'judge', 'result') THEN {RUN_KEY} END "
+            f"SELECT d, CASE WHEN d IS NULL THEN record_id END, {SIG}, * EXCLUDE (d, record_id, {SIG}) FROM ("
+            f"SELECT {digest} AS d, record_id, {SIG}, kind, "
+            f"CASE WHEN kind = 'run' THEN key WHEN kind IN ('checks', 'judge', 'result') THEN {RUN_KEY} END, "
+            f"CASE WHEN kind = 'run' THEN status END, CASE WHEN kind = 'run' THEN latency_s::DOUBLE END, "
+            f"cost_usd::DOUBLE "
             f"FROM read_parquet({literal(str(source / 'nodes.parquet'))}) "
             f"WHERE record_id IS NOT NULL AND {SIG} IS NOT NULL "
-            f"QUALIFY count(*) OVER (PARTITION BY record_id, {SIG}) = 1")
+            f"QUALIFY count(*) OVER (PARTITION BY record_id, {SIG}) = 1) ORDER BY d NULLS LAST, {SIG}")
         while batch := cursor.fetchmany(FACTS_AT_ONCE):
-            for row in batch:
-                kind = row[2]
-                facts[(row[0], row[1])] = Facts(sys.intern(kind) if kind is not None else None, *row[3:])
+            facts.extend(batch)
     except duckdb.Error:
         return None
     finally:
         con.close()
-    return Reusable(source, facts) if facts else None
+    return Reusable(source, facts.seal()) if facts else None
 
 
 def hidden_values(table: str, meta: RowMeta, sub: int) -> Row:
@@ -65,11 +69,11 @@ def hidden_values(table: str, meta: RowMeta, sub: int) -> Row:
     return values
 
 
-def load_taken(con: duckdb.DuckDBPyConnection, taken: Sequence[Taken], work: Path) -> None:
+def load_taken(con: duckdb.DuckDBPyConnection, taken: Iterable[Taken], work: Path) -> None:
     """The taken nodes as a temporary table of `con`, for `copied_sql` to join the source's rows with."""
     path = work / f"{_TAKEN}.json"
     write_array(path, ({"position": node.position, "record_id": node.record_id, "sig": node.sig,
-                        "action": node.action, **(node.scored or {})} for node in taken))
+                        "action": node.action, **(node.scored or {})} for node in taken), TAKEN_AT_ONCE)
     types = duckdb_columns("results")
     columns = {"position": "BIGINT", "record_id": "VARCHAR", "sig": "BIGINT", "action": "VARCHAR",
                **{name: types[name] for name in _SCORED}}

@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import shutil
+import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import chain
@@ -206,7 +207,8 @@ def _build_nodes(store: ObjectReader, log: Mapping[str, Any], head: Mapping[str,
 
 def _noting_actions(nodes: Iterable[Mapping[str, Any]], actions: list[Any]) -> Iterator[Mapping[str, Any]]:
     for node in nodes:
-        actions.append(node.get("action"))
+        action = node.get("action")
+        actions.append(sys.intern(action) if type(action) is str else action)  # (one str an action, not a node)
         yield node
 
 

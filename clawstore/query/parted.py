@@ -19,6 +19,7 @@ from clawstore.errors import StoreError
 from clawstore.query import copied, segments, sqlflat
 from clawstore.query import rows as rows_module
 from clawstore.query.jsonarray import write_array
+from clawstore.query.packed import TakenNodes
 from clawstore.query.rows import Flattened, ReadAhead, RecordLoader, Row, RowMeta, flatten
 from clawstore.query.schema import HISTORY_VIEW
 from clawstore.query.spill import Spill
@@ -238,7 +239,7 @@ def refresh(manifest: Path, doc: Mapping[str, Any], source: Path | None, records
             made = flatten(head, records, read_ahead, _nodes(doc, old, copyable, load_part, layout), None, sink)
             sink.close()
             _load_kept(con, source, layout, work)
-            rows = Flattened({}, {}, [], made.ctx, source, made.sigs, sink.spilled)
+            rows = Flattened({}, {}, TakenNodes(), made.ctx, source, made.sigs, sink.spilled)
             order = ["nodes", *(table for table in HISTORY_VIEW if table != "nodes")]
             segments.write_tables(con, rows, work, order, taken_loaded=True, shape=_results(work), by_sig=True)
             segments.write_tables(con, {"builds": []}, work, ["builds"])  # (a head's directory holds none)

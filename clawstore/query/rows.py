@@ -17,6 +17,7 @@ from typing import Any, NamedTuple, Protocol
 
 import blake3
 
+from clawstore.query.packed import Facts, FactTable, TakenNodes
 from clawstore.query.schema import (
     CHECK_FIELDS,
     DIMENSIONS,
@@ -364,34 +365,11 @@ def _sig_bags(pairs: Iterable[tuple[int, Any]]) -> dict[str, list[int]]:
     return {name: sorted(bag) for name, bag in bags.items()}
 
 
-class Facts(NamedTuple):
-    """What the rows of other nodes read of a node whose rows are copied: its `nodes` row's columns
-    (a result's run, the build's total cost) and its record's run_key (an evaluation's cost); each
-    None where its kind is not read for it (copied.reusable)."""
-
-    kind: str | None
-    key: str | None
-    status: str | None
-    latency_s: float | None
-    cost_usd: float | None
-    run_key: str | None
-
-
 class Reusable(NamedTuple):
-    """A segment or head directory, and the nodes whose rows it holds once: {(record id, node_sig): Facts}."""
+    """A segment or head directory, and the nodes whose rows it holds once: {(record id, node_sig): Facts}, packed."""
 
     source: Path
-    facts: Mapping[tuple[str, int], Facts]
-
-
-class Taken(NamedTuple):
-    """A node whose rows the writer copies from `Flattened.source`, with this build's columns."""
-
-    position: int  # in the build's node order (rows keep it)
-    record_id: str
-    sig: int
-    action: str | None
-    scored: Row | None  # a result's `scored_run` columns in this build; None for other kinds
+    facts: FactTable
 
 
 class RowMeta(NamedTuple):
@@ -408,7 +386,7 @@ class Flattened(NamedTuple):
 
     tables: dict[str, list[Row]]
     meta: dict[str, list[RowMeta]]
-    taken: list[Taken]
+    taken: TakenNodes  # (iterated: each a Taken)
     ctx: Row
     source: Path | None
     sigs: Sequence[int]  # node_sig of every node, in node order
@@ -470,8 +448,8 @@ def flatten(log: Mapping[str, Any], load_record: RecordLoader, read_ahead: ReadA
     sink = Collected() if sink is None else sink
     nodes = build_nodes(log, load_record) if nodes is None else nodes
     sigs = array("q")
-    known = reusable.facts if reusable is not None else {}
-    taken: dict[int, Taken] = {}
+    known = reusable.facts if reusable is not None and reusable.facts else None
+    taken = TakenNodes(known)
     runs_by_key: dict[str, tuple[Any, Any, Any]] = {}  # run key -> (status, latency_s, cost_usd)
     eval_cost: dict[str, float | None] = {}  # run key -> its evaluation's cost (plus: None once one is unknown)
     spent: float | None = 0.0  # of every node (the builds row)
@@ -484,9 +462,9 @@ def flatten(log: Mapping[str, Any], load_record: RecordLoader, read_ahead: ReadA
             sig = node_sig(node)
             sigs.append(sig)
             oid = node.get("record")
-            if known and isinstance(oid, str) and (found := known.get((oid, sig))) is not None:
-                facts[at] = found
-                taken[at] = Taken(at, oid, sig, _str(node.get("action")), None)
+            if known is not None and isinstance(oid, str) and (entry := known.lookup(oid, sig)) is not None:
+                facts[at] = known.facts_at(entry)
+                taken.add(at, entry, _str(node.get("action")))
         count += len(window)
         if read_ahead is not None and len(facts) < len(window):
             read_ahead([oid for at, node in enumerate(window, first)
@@ -511,12 +489,13 @@ def flatten(log: Mapping[str, Any], load_record: RecordLoader, read_ahead: ReadA
         run = {"status": found[0], "latency_s": found[1], "cost_usd": found[2]} if found is not None else None
         scored = scored_run(run, eval_cost.get(run_key or "", 0.0))
         if row is None:
-            taken[at] = taken[at]._replace(scored=scored)
+            taken.score(at, scored)
         else:
             row.update((name, value) for name, value in scored.items() if name in row)
             sink.add("results", row, RowMeta(at, sigs[at], run_key))
     sink.add("builds", _build_row(log, ctx, count, spent), RowMeta(-1, None, None))
-    return Flattened(sink.tables, sink.meta, [taken[at] for at in sorted(taken)], ctx,
+    # (the facts let go here, before the writer's DuckDB: packed.TakenNodes.detach)
+    return Flattened(sink.tables, sink.meta, taken.detach(), ctx,
                      reusable.source if reusable is not None and taken else None, sigs, sink.spilled)
 
 

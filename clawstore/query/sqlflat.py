@@ -18,6 +18,7 @@ import msgspec
 
 from clawstore.query import copied, duck, rows
 from clawstore.query.jsonarray import encode
+from clawstore.query.packed import TakenNodes
 from clawstore.query.rows import Flattened, Row, _build_row, build_context, node_sig
 from clawstore.query.schema import (
     CHECK_FIELDS,
@@ -458,7 +459,7 @@ def flatten_here(log: Mapping[str, Any], nodes: Iterable[Any], store: ObjectRead
             (work / f"{table}.parquet").unlink(missing_ok=True)
         return None
     ctx, count, spent = found
-    return Flattened({"builds": [_build_row(log, ctx, count, spent)]}, {}, [], ctx, None, sigs, work)
+    return Flattened({"builds": [_build_row(log, ctx, count, spent)]}, {}, TakenNodes(), ctx, None, sigs, work)
 
 
 def _tables(con: duckdb.DuckDBPyConnection, log: Mapping[str, Any], work: Path

@@ -10,7 +10,7 @@ from typing import Any
 import duckdb
 import pytest
 
-from clawstore.query import copied, heads, rows
+from clawstore.query import copied, heads, packed, rows
 from clawstore.query.engine import _with_views, run_query
 from clawstore.query.manifest import index_pending
 from clawstore.store import Store
@@ -165,3 +165,63 @@ def test_a_record_reused_under_another_address_is_flattened_with_it(
     named = run_query(store.root, f"select distinct model_id from run_history where build_id = '{renamed.build_id}'")
     assert {row[0] for row in named.rows} == {"alias/gpt-a", "anthropic/claude-b"}
     assert flattened_from_nothing(store, monkeypatch) == copied_views
+
+
+def _oid(n: int) -> str:
+    return f"blake3:{n:064x}"
+
+
+def _nodes_of(path: Path, nodes: list[tuple[Any, ...]]) -> Path:
+    values = ", ".join("(" + ", ".join("NULL" if v is None else repr(v) for v in node) + ")" for node in nodes)
+    return _nodes_file(path, values)
+
+
+def test_packed_facts_are_the_mapping_of_the_nodes_held_once(tmp_path: Path) -> None:
+    """copied.reusable's FactTable gives what a dict of the source's nodes held once gives: object ids packed, a record
+    with two signatures, an id that is not an object id (held beside), an id in uppercase never the lowercase one's."""
+    upper = "blake3:" + _oid(0xABC4)[7:].upper()
+    nodes = [  # record_id, kind, key, status, latency_s, cost_usd, _claw_node_sig, _claw_run_key
+        (_oid(1), "run", "k1", "success", 1.5, 0.25, 5, None),
+        (_oid(1), "judge", "j1", "success", 2.5, 0.5, -7, "k1"),  # (the same record under another signature)
+        (_oid(3), "result", "x", "success", None, 0.0, 2, "k1"),
+        (_oid(2), "checks", "c", "success", None, 0.0, 2, "k9"),
+        ("r1", "run", "k2", None, None, None, 11, None),  # not an object id
+        (upper, "run", "k4", "failed", None, 0.5, 4, None),
+        (_oid(5), "run", "k5", "success", 1.0, 0.1, 6, None),  # held twice: not copied
+        (_oid(5), "run", "k5", "success", 1.0, 0.1, 6, None),
+    ]
+    table = copied.reusable(_nodes_of(tmp_path / "head", nodes))
+    assert table is not None
+    expected = {(record_id, sig): rows.Facts(kind, key if kind == "run" else None, status if kind == "run" else None,
+                                             latency if kind == "run" else None, cost, run_key)
+                for record_id, kind, key, status, latency, cost, sig, run_key in nodes[:6]}
+    assert dict(table.facts) == expected and len(table.facts) == 6
+    for key, facts in expected.items():
+        entry = table.facts.lookup(*key)
+        assert entry is not None and table.facts.facts_at(entry) == facts and table.facts.key_at(entry) == key
+    for missing in ((_oid(1), 6), (_oid(0xABC4), 4), (_oid(4), 2), (_oid(5), 6), ("r1", 12)):
+        assert table.facts.lookup(*missing) is None
+
+
+def test_taken_nodes_are_the_list_of_taken_they_replace(tmp_path: Path) -> None:
+    table = copied.reusable(_nodes_of(tmp_path / "head", [(_oid(7), "run", "k", "success", 1.0, 0.5, -1, None),
+                                                          ("r1", "result", "x", None, None, 0.0, 2, "k"),
+                                                          (_oid(8), "judge", "j", "success", None, 0.1, 3, "k")]))
+    assert table is not None
+    taken = packed.TakenNodes(table.facts)
+    scored = {"run_status": "success", "latency_s": 1.5, "run_cost_usd": None, "eval_cost_usd": 0.25,
+              "total_cost_usd": None}
+    for position, record_id, sig, action in ((3, _oid(7), -1, "reuse"), (9, "r1", 2, None), (12, _oid(8), 3, "x")):
+        entry = table.facts.lookup(record_id, sig)
+        assert entry is not None
+        taken.add(position, entry, action)
+    taken.score(9, scored)
+    with pytest.raises(ValueError, match="detached"):
+        list(taken)
+    assert list(taken.detach()) == [packed.Taken(3, _oid(7), -1, "reuse", None), packed.Taken(9, "r1", 2, None, scored),
+                           packed.Taken(12, _oid(8), 3, "x", None)]
+    assert len(taken) == 3
+    with pytest.raises(ValueError, match="after"):
+        taken.add(12, 0, "reuse")
+    with pytest.raises(KeyError):
+        taken.score(10, scored)
