@@ -94,3 +94,21 @@ def killed_gc(root: Path, phase: str = "copied") -> set[str]:
     before = set(iter_pack_ids(root / "packs"))
     kill_gc_at(phase, REPO, {**env(), "CLAW_STORE": str(root)})
     return set(iter_pack_ids(root / "packs")) - before
+
+
+def pinned_graph(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A store of a 1,500-object graph over four packs (tests/gc/test_reach_many.py's _graph, seed 11), pinned, each
+    sealed pack's edges file written by its first fsck (clean): made once in the run (store_once, ~1 s of CPU and
+    1,500 commits' fsyncs), for tests/gc/test_edges_cache.py and test_reach_many.py, each test walking or changing a
+    copy. (The root's id, and the store's root.)"""
+    from clawstore.store.services.fsck import fsck
+    from tests.gc.test_reach_many import _graph
+
+    def fill(store: Store) -> str:
+        root = _graph(store, 1500, seed=11)
+        store.set_ref("pins/root", root)
+        store.runtime.close_writer()
+        assert fsck(store).clean
+        return root
+
+    return store_once(tmp_path_factory, "edges-cache", fill)

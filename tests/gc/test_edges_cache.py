@@ -19,7 +19,7 @@ from clawstore.store.core.packfile import iter_pack_ids, pack_path
 from clawstore.store.reach import Reach
 from clawstore.store.services.fsck import fsck
 from clawstore.store.services.gc import collect
-from tests.gc.helpers import store_once
+from tests.gc.helpers import pinned_graph, store_once
 from tests.gc.test_reach_many import _graph, _reference_walk
 from tests.support.storefiles import age_packs, flip_in_frame
 
@@ -29,15 +29,9 @@ Built = tuple[Path, str]  # (a built store's root, and the root object of its gr
 @pytest.fixture(scope="module")
 def cached(tmp_path_factory: pytest.TempPathFactory) -> Built:
     """A store of a 1,500-object graph over several packs, pinned, each sealed pack's file written by its first fsck:
-    made once in the run (~1 s of CPU), each test given a copy (_cached_store)."""
-    def fill(store: Store) -> str:
-        root = _graph(store, 1500, seed=11)
-        store.set_ref("pins/root", root)
-        store.runtime.close_writer()
-        assert fsck(store).clean
-        return root
-
-    return store_once(tmp_path_factory, "edges-cache", fill)
+    made once in the run (~1 s of CPU; tests/gc/helpers.py pinned_graph, test_reach_many.py's too), each test given a
+    copy (_cached_store)."""
+    return pinned_graph(tmp_path_factory)
 
 
 def _cached_store(cached: Built, tmp_path: Path) -> tuple[Store, str]:

@@ -21,7 +21,8 @@ from clawstore.store.core.ids import PREFIX
 from clawstore.store.core.packfile import iter_pack_ids, pack_path
 from clawstore.store.reach import Reach
 from clawstore.store.services.fsck import fsck
-from tests.gc.test_reach_many import _graph, _reference_walk
+from tests.gc.test_edges_sealed import Sealed, _sealed_store, sealed  # noqa: F401  (a fixture)
+from tests.gc.test_reach_many import _reference_walk
 from tests.support.fresh import measured_in_fresh_process
 
 
@@ -67,9 +68,9 @@ def _previous_format(found: PackEdges, size: int, digest: bytes) -> bytes:
     return body + blake3.blake3(body).digest()
 
 
-def test_a_file_of_the_previous_format_is_ignored_and_the_walk_writes_it_anew(tmp_path: Path) -> None:
-    store = Store(tmp_path / "store")
-    root = _graph(store, 1200, seed=21)
+def test_a_file_of_the_previous_format_is_ignored_and_the_walk_writes_it_anew(
+        sealed: Sealed, tmp_path: Path) -> None:  # noqa: F811
+    store, root = _sealed_store(sealed, tmp_path)  # (a 1,200-object graph, each pack's file as its writer wrote it)
     reached = _reference_walk(store, [root])[0]
     packs = list(iter_pack_ids(store.runtime.packs_dir))
     for pack in packs:

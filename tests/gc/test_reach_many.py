@@ -8,6 +8,7 @@ import json
 import os
 import random
 import re
+import shutil
 import time
 from pathlib import Path
 
@@ -69,9 +70,22 @@ def _graph(store: Store, count: int, seed: int) -> str:
     return root
 
 
-def test_the_walk_reaches_exactly_what_the_plainest_walk_reaches(tmp_path: Path) -> None:
-    store = Store(tmp_path / "store")
-    root = _graph(store, 2500, seed=5)
+@pytest.fixture(scope="module")
+def pinned(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """tests/gc/helpers.py pinned_graph: _graph's store of 1,500 objects, made once in the run (test_edges_cache.py's
+    too), each test given a copy (_pinned_copy)."""
+    from tests.gc.helpers import pinned_graph
+
+    return pinned_graph(tmp_path_factory)
+
+
+def _pinned_copy(pinned: tuple[Path, str], tmp_path: Path) -> tuple[Store, str]:
+    built, root = pinned
+    return Store(Path(shutil.copytree(built, tmp_path / "store")), create=False), root
+
+
+def test_the_walk_reaches_exactly_what_the_plainest_walk_reaches(pinned: tuple[Path, str], tmp_path: Path) -> None:
+    store, root = _pinned_copy(pinned, tmp_path)
     assert len(pack_files(store)) >= 4
     walk = Reach(store)
     walk.mark([root])
@@ -87,12 +101,13 @@ def test_the_walk_reaches_exactly_what_the_plainest_walk_reaches(tmp_path: Path)
 def test_gc_stops_at_a_damaged_object_among_many_and_deletes_nothing(tmp_path: Path, damage: tuple[str, int]) -> None:
     """A reached object that does not verify could name anything: gc must fail, not sweep what it named."""
     store = Store(tmp_path / "store")
-    leaves = [store.put_bytes(f"leaf {i}".encode()) for i in range(300)]
-    kind, position = damage
-    victim = (store.put_json({"names": leaves[:150], "pad": "x" * 2000}) if kind == "json"
-              else store.put_bytes(b"[" + json.dumps(leaves[:150]).encode() + b"," + os.urandom(4000).hex().encode()
-                                   + b"]"))
-    siblings = [store.put_json({"names": [leaf]}) for leaf in leaves[150:]]
+    with store.batch():  # (one commit, not 451 with their fsyncs)
+        leaves = [store.put_bytes(f"leaf {i}".encode()) for i in range(300)]
+        kind, position = damage
+        victim = (store.put_json({"names": leaves[:150], "pad": "x" * 2000}) if kind == "json"
+                  else store.put_bytes(b"[" + json.dumps(leaves[:150]).encode() + b","
+                                       + os.urandom(4000).hex().encode() + b"]"))
+        siblings = [store.put_json({"names": [leaf]}) for leaf in leaves[150:]]
     store.set_ref("pins/all", store.put_json({"parts": [victim, *siblings]}))
     store.runtime.close_writer()
     flip_in_frame(store, victim, position)
@@ -124,8 +139,9 @@ def test_fsck_names_each_damaged_object_among_many_in_one_pack_and_no_other(tmp_
     """Verified a batch at a time: one frame that does not decode, or decodes to the wrong content, is named
     alone; its neighbours in the same batch are fine."""
     store = Store(tmp_path / "store")
-    objects = [store.put_json({"n": i, "pad": "y" * (i % 700)}) for i in range(2000)]
-    raw = [store.put_bytes(os.urandom(5000)) for _ in range(20)]
+    with store.batch():  # (one commit, not 2,021 with their fsyncs: what is verified is the pack)
+        objects = [store.put_json({"n": i, "pad": "y" * (i % 700)}) for i in range(2000)]
+        raw = [store.put_bytes(os.urandom(5000)) for _ in range(20)]
     store.set_ref("pins/all", store.put_json({"all": [*objects, *raw]}))
     store.runtime.close_writer()
     assert len(pack_files(store)) == 1
@@ -138,18 +154,18 @@ def test_fsck_names_each_damaged_object_among_many_in_one_pack_and_no_other(tmp_
     assert report.bad_packs and report.objects == 2021
 
 
-def test_a_dry_runs_plan_counts_each_packs_live_bytes_as_the_held_plan_does(tmp_path: Path) -> None:
+def test_a_dry_runs_plan_counts_each_packs_live_bytes_as_the_held_plan_does(
+        pinned: tuple[Path, str], tmp_path: Path) -> None:
     """A dry run streams the kept objects and entries into each pack's live bytes without holding them: the packs it
     would rewrite or delete, and the bytes it would free, are those of the plan a gc holds to rewrite from."""
     from clawstore.store.services import gc
 
-    store = Store(tmp_path / "store")
-    root = _graph(store, 1500, seed=7)
-    store.set_ref("pins/root", root)
-    for index in range(300):  # garbage in every pack but the last: some rewritten, some deleted
-        store.put_json({"garbage": index, "pad": os.urandom(300).hex()})
-        if index % 100 == 99:
-            store.runtime.close_writer()
+    store, root = _pinned_copy(pinned, tmp_path)  # (pinned at pins/root)
+    for start in range(0, 300, 100):  # garbage in every pack but the last: some rewritten, some deleted
+        with store.batch():  # (a commit a pack, not one an object)
+            for index in range(start, start + 100):
+                store.put_json({"garbage": index, "pad": os.urandom(300).hex()})
+        store.runtime.close_writer()
     for index in range(3):  # an entry no ref reaches (deleted), and its record with it
         key = store.put_json({"node": index})
         store.put_action(key, {"kind": "run", "key": key, "input": key, "outputs": {}})

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import random
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -16,14 +17,22 @@ from clawstore.store.services.fsck import fsck
 from tests.store.helpers import script
 
 
-def _read_lines_until_killed(proc, delay: float) -> list[str]:
-    """Let `proc` run for `delay` seconds after it is ready, SIGKILL it, return what it printed."""
-    assert proc.stdout.readline() == b"ready\n", proc.stderr.read()
-    time.sleep(delay)
-    proc.send_signal(signal.SIGKILL)
-    out, err = proc.communicate(timeout=30)
-    assert proc.returncode == -signal.SIGKILL, err.decode()
-    return out.decode().splitlines()
+def _lines_of_killed(procs: list[subprocess.Popen[bytes]], delays: list[float]) -> list[list[str]]:
+    """Once every one of `procs` is ready, SIGKILL each `delays[i]` seconds after (all writing meanwhile, each
+    killed at its own moment: the same kills as one process after another, without each waiting out those before
+    it); what each printed."""
+    for proc in procs:
+        assert proc.stdout.readline() == b"ready\n", proc.stderr.read()
+    began = time.monotonic()
+    for at in sorted(range(len(procs)), key=delays.__getitem__):
+        time.sleep(max(0.0, began + delays[at] - time.monotonic()))
+        procs[at].send_signal(signal.SIGKILL)
+    printed = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=30)
+        assert proc.returncode == -signal.SIGKILL, err.decode()
+        printed.append(out.decode().splitlines())
+    return printed
 
 
 def test_sigkilled_writers_never_leave_partial_objects(tmp_path: Path) -> None:
@@ -35,8 +44,8 @@ def test_sigkilled_writers_never_leave_partial_objects(tmp_path: Path) -> None:
     kills = 0
     for round_number in range(6):  # 4 writers per round, all killed: 24 kills
         procs = [script("proc_writer.py", store_dir, round_number * 10 + n) for n in range(4)]
-        for proc in procs:
-            for line in _read_lines_until_killed(proc, rnd.uniform(0.0, 0.5)):
+        for lines in _lines_of_killed(procs, [rnd.uniform(0.0, 0.5) for _ in procs]):
+            for line in lines:
                 parts = line.split()
                 # the last line may be cut by the kill: only whole lines count as reported
                 if parts and parts[0] == "obj" and len(parts) == 2 and len(parts[1]) == 71:
