@@ -11,7 +11,7 @@ import duckdb
 
 from clawstore.query import duck
 from clawstore.query.jsonarray import write_array
-from clawstore.query.packed import FactTable, Taken
+from clawstore.query.packed import SCORED, FactTable, Taken
 from clawstore.query.rows import Reusable, Row, RowMeta
 from clawstore.query.schema import HISTORY_VIEW, Column, duckdb_columns
 from clawstore.query.sqltext import literal
@@ -26,7 +26,6 @@ HIDDEN: dict[str, list[Column]] = {
 # Where a row stands in its build (node position, then its place among that node's rows): the writer
 # orders by them, so a segment with copied rows lists them exactly as a flattened one would.
 ORDER = [Column("_claw_pos", "BIGINT", "node position"), Column("_claw_sub", "BIGINT", "row within the node")]
-_SCORED = ("run_status", "latency_s", "run_cost_usd", "eval_cost_usd", "total_cost_usd")  # rows.scored_run
 _TAKEN = "claw_taken"
 FACTS_AT_ONCE = 8192  # rows of a source's nodes fetched at once by `reusable`
 TAKEN_AT_ONCE = 1024  # taken nodes written at once by `load_taken`
@@ -76,7 +75,7 @@ def load_taken(con: duckdb.DuckDBPyConnection, taken: Iterable[Taken], work: Pat
                         "action": node.action, **(node.scored or {})} for node in taken), TAKEN_AT_ONCE)
     types = duckdb_columns("results")
     columns = {"position": "BIGINT", "record_id": "VARCHAR", "sig": "BIGINT", "action": "VARCHAR",
-               **{name: types[name] for name in _SCORED}}
+               **{name: types[name] for name in SCORED}}
     struct = "{" + ", ".join(f"'{name}': '{typ}'" for name, typ in columns.items()) + "}"
     con.execute(f"CREATE TEMP TABLE {_TAKEN} AS SELECT * FROM read_json({literal(str(path))}, "
                 f"format='array', columns={struct})").fetchall()
@@ -91,7 +90,7 @@ def copied_sql(table: str, source: Path, ctx: Mapping[str, Any], by_sig: bool = 
     replace = [f'CAST({literal(value)} AS {types[name]}) AS "{name}"' for name, value in ctx.items()]
     replace.append('t.action AS "action"')
     if table == "results" and not by_sig:
-        replace.extend(f't."{name}" AS "{name}"' for name in _SCORED)
+        replace.extend(f't."{name}" AS "{name}"' for name in SCORED)
     on = f"s.{SIG} = t.sig" if by_sig else f"s.record_id = t.record_id AND s.{SIG} = t.sig"
     return (f"SELECT s.* REPLACE ({', '.join(replace)}), t.position AS _claw_pos, s.file_row_number AS _claw_sub "
             f"FROM read_parquet({literal(str(source / f'{table}.parquet'))}, file_row_number=true) AS s "

@@ -17,19 +17,6 @@ _HEX_AT = len(PREFIX)
 _OID_LENGTH = _HEX_AT + 64
 
 
-def oid_digest(record_id: str) -> bytes | None:
-    """The 32 bytes of an object id (`blake3:` and 64 lowercase hex digits), else None: an id of another form is held
-    as it is (a store's records never have one; a test's or a hostile head's may)."""
-    # (fromhex reads uppercase digits, and skips spaces: only the id's one spelling is the id)
-    if len(record_id) != _OID_LENGTH or not record_id.startswith(PREFIX) or not record_id.islower():
-        return None
-    try:
-        digest = bytes.fromhex(record_id[_HEX_AT:])
-    except ValueError:
-        return None
-    return digest if len(digest) == 32 else None
-
-
 class Interned:
     """A column of strings (or None) as an array of codes, each distinct value held once."""
 
@@ -135,7 +122,8 @@ class FactTable(Mapping[tuple[str, int], Facts]):
 
     def lookup(self, record_id: str, sig: int) -> int | None:
         """The entry of the node with this record and signature, or None. (Asked of every node of a build: its steps
-        inline, oid_digest's included.)"""
+        inline; only an id's one spelling, `blake3:` and 64 lowercase hex digits, is looked up by its digest: fromhex
+        reads uppercase digits and skips spaces.)"""
         if len(record_id) == _OID_LENGTH and record_id.startswith(PREFIX) and record_id.islower():
             try:
                 digest = bytes.fromhex(record_id[_HEX_AT:])
@@ -196,7 +184,7 @@ class FactTable(Mapping[tuple[str, int], Facts]):
         return len(self._sigs) + len(self._others)
 
 
-_SCORED = ("run_status", "latency_s", "run_cost_usd", "eval_cost_usd", "total_cost_usd")  # rows.scored_run's columns
+SCORED = ("run_status", "latency_s", "run_cost_usd", "eval_cost_usd", "total_cost_usd")  # rows.scored_run's columns
 
 
 class Taken(NamedTuple):
@@ -223,7 +211,7 @@ class TakenNodes:
         self._actions = Interned()
         self._scored_at = array("q")  # the places of the results scored, ascending
         self._status = Interned()
-        self._numbers = {name: Optionals() for name in _SCORED[1:]}
+        self._numbers = {name: Optionals() for name in SCORED[1:]}
         self._digests = bytearray()
         self._sigs = array("q")
         self._others: dict[int, str] = {}  # (a record id that is not an object id, by its place)
