@@ -22,6 +22,7 @@ from clawstore.graph import explain
 from clawstore.testing.standin import StandIn, text
 from tests.support.claw import Claw
 from tests.support.judging import JUDGE, eval_profile, judge_reply
+from tests.support.stamps import stampless_answers
 from tests.support.workspace import Workspace
 
 CAMPAIGN = ("--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev")
@@ -46,12 +47,7 @@ def _stale(ws: Workspace, claw: Claw, standin: StandIn, monkeypatch: pytest.Monk
 
 def _answers(claw: Claw, store: Path, commands: list[tuple[str, ...]] = COMMANDS) -> list[tuple[int, str, str]]:
     """Each command's (exit code, stdout, stderr), text and JSON, none answered by a stamp."""
-    found = []
-    for command in commands:
-        for output in ("text", "json"):
-            shutil.rmtree(store / STAMPS_DIR, ignore_errors=True)
-            found.append(claw(*command, *CAMPAIGN, "--output", output))
-    return found
+    return stampless_answers(claw, store, commands, CAMPAIGN)
 
 
 def test_read_commands_of_a_stale_campaign_print_what_the_reasoned_plan_prints(

@@ -28,6 +28,7 @@ from clawstore.testing.standin import StandIn, error, text
 from tests.support.claw import Claw
 from tests.support.fresh import measured_in_fresh_process
 from tests.support.judging import JUDGE, eval_profile, judge_reply
+from tests.support.stamps import stampless_answers
 from tests.support.workspace import SECRET, Workspace, many_cases
 
 CAMPAIGN = ("--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev")
@@ -55,12 +56,7 @@ def _campaign(ws: Workspace, standin: StandIn, cases: int) -> None:
 def _answers(claw: Claw, store: Path, window: int, monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, str, str]]:
     """Every command's (exit code, stdout, stderr), text and JSON, planned `window` runs at a time."""
     monkeypatch.setattr(engine, "WINDOW_RUNS", window)
-    found = []
-    for command in COMMANDS:
-        for output in ("text", "json"):
-            shutil.rmtree(store / STAMPS_DIR, ignore_errors=True)
-            found.append(claw(*command, *CAMPAIGN, "--output", output))
-    return found
+    return stampless_answers(claw, store, COMMANDS, CAMPAIGN)
 
 
 def _same_in_windows(claw: Claw, store: Path, monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, str, str]]:

@@ -4,6 +4,8 @@ the build's output only when the stamp answered (clawstore/builder/stamp.py)."""
 from __future__ import annotations
 
 import json
+import shutil
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +14,8 @@ import blake3
 from bench._workspace import wait_out_racy_window
 from clawstore.builder.stamp import STAMPS_DIR
 
-__all__ = ["MARK", "answered_by_stamp", "mark_stamp", "wait_out_racy_window"]  # (the last: bench's, one for both)
+__all__ = ["MARK", "answered_by_stamp", "mark_stamp", "stampless_answers",
+           "wait_out_racy_window"]  # (the last: bench's, one for both)
 
 MARK = "answered-by-stamp"
 
@@ -35,3 +38,15 @@ def mark_stamp(store_root: Path) -> None:
 def answered_by_stamp(result: dict[str, Any]) -> bool:
     """Did the build whose JSON output this is answer from the (marked) stamp?"""
     return any(row["status"] == MARK for row in result["rows"])
+
+
+def stampless_answers(claw: Callable[..., tuple[int, str, str]], store: Path, commands: Sequence[tuple[str, ...]],
+                      campaign: Sequence[str]) -> list[tuple[int, str, str]]:
+    """Each of `commands` (of `campaign`) as text then JSON, its (exit code, stdout, stderr), none answered by a stamp
+    (the store's stamps removed before each)."""
+    found = []
+    for command in commands:
+        for output in ("text", "json"):
+            shutil.rmtree(store / STAMPS_DIR, ignore_errors=True)
+            found.append(claw(*command, *campaign, "--output", output))
+    return found
