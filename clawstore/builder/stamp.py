@@ -5,6 +5,7 @@ docs/building.md (Details by module)."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import json
 import os
@@ -89,7 +90,11 @@ def env_digest() -> str:
     return blake3.blake3(json.dumps(items).encode()).hexdigest()
 
 
+@functools.cache
 def code_digest() -> str:
+    """The stat data of claw's code files, digested once per process: the code a process runs is the code it started
+    with (a build stats the ~300 files once, not at each of its stamp and parsed-cases reads and writes; an edit made
+    while it runs is not vouched for by the stamp it writes)."""
     import clawstore
 
     package = os.path.dirname(clawstore.__file__)
