@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,20 +11,15 @@ import pytest
 
 from clawstore.store import Store
 from clawstore.testing.standin import StandIn
-from tests.openclaw.conftest import FAKE_ID, FAKE_IMAGE, FakeDocker, basic_agent, payload
+from tests.openclaw.conftest import FAKE_ID, FAKE_IMAGE, FakeDocker, basic_agent, fake_cli, payload
 from tests.support.claw import Claw
 from tests.support.judging import eval_profile, judge_reply
 from tests.support.workspace import Workspace, write_yaml
 
-FAKE_CLI = Path(__file__).resolve().parents[1] / "openclaw" / "fake_docker.py"
-
 
 @pytest.fixture
 def docker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeDocker:
-    cli = tmp_path / "bin" / "fake-docker"
-    cli.parent.mkdir()
-    cli.write_text(f"#!/bin/sh\nexec {sys.executable} {FAKE_CLI} \"$@\"\n")
-    cli.chmod(0o755)
+    cli = fake_cli(tmp_path / "bin")
     fake = FakeDocker(str(cli), tmp_path / "fake-state", tmp_path / "scenario.json")
     monkeypatch.setenv("FAKE_DOCKER_STATE", str(fake.state))
     monkeypatch.setenv("FAKE_DOCKER_SCENARIO", str(fake.scenario_path))

@@ -150,3 +150,14 @@ def test_a_build_parses_every_case_whatever_the_file_holds(
     prompts = [json.dumps(r["messages"]) for r in standin.requests[sent:] if r["model"].startswith("vendor/")]
     assert any("Question 2: word word" in p for p in prompts) and not any("Planted" in p for p in prompts)
     assert b"Planted" not in built.read_bytes()  # (the build wrote what it parsed)
+
+
+def test_claws_code_files_are_statted_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The header of this cache and the stamp name claw's code by the stat data of its ~300 files (stamp.code_digest):
+    # taken once per process, not at each read and write of either (a cold build took it twice, 15-45 ms each).
+    listed: list[Path] = []
+    real = stamp.code_files
+    monkeypatch.setattr(stamp, "code_files", lambda package: listed.append(package) or real(package))
+    first = stamp.code_digest()
+    assert stamp.code_digest() == first == json.loads(parsed_cases._header())[1]
+    assert len(listed) <= 1, listed

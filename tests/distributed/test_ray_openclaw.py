@@ -13,19 +13,15 @@ from pathlib import Path
 import pytest
 
 from clawstore.store import Store
-from tests.openclaw.conftest import FAKE_ID, FAKE_IMAGE, FakeDocker, basic_agent, payload
+from tests.openclaw.conftest import FAKE_ID, FAKE_IMAGE, FakeDocker, basic_agent, fake_cli, payload
 from tests.support.raycluster import RayCluster, ray_available, ray_cluster
 from tests.support.workspace import SECRET, Workspace, write_yaml
 
-FAKE_CLI = Path(__file__).resolve().parents[1] / "openclaw" / "fake_docker.py"
 TURNS = [{"write": {"report.md": "# Report\nAll done.\n"}, "payload": payload("Wrote report.md")}]
 
 
 def _fake(root: Path) -> FakeDocker:
-    cli = root / "bin" / "fake-docker"
-    cli.parent.mkdir(parents=True)
-    cli.write_text(f"#!/bin/sh\nexec {sys.executable} {FAKE_CLI} \"$@\"\n")
-    cli.chmod(0o755)
+    cli = fake_cli(root / "bin")
     fake = FakeDocker(str(cli), root / "state", root / "scenario.json")
     fake.script(images={FAKE_IMAGE: {"Id": FAKE_ID}}, turns=TURNS)
     return fake

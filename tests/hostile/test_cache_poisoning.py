@@ -1,7 +1,9 @@
 """Cache poisoning: an action-cache entry moved to another key is found by fsck and refused by pull.
 
 A key is the id of its node's input document, so an entry can be checked against the store alone
-(clawstore/store/actions.py entry_problem); these attacks use real files and real `claw` processes.
+(clawstore/store/actions.py entry_problem); these attacks use real files and real `claw` processes (the builds
+and the push that only prepare a store, and the last fscks that read what an attack left, run in the test's own
+process: tests/support/prepared.py).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from clawstore.testing.standin import StandIn
 from tests.config.workspace_builder import claw
 from tests.faults.test_hostile_archives import snapshot
 from tests.support.forged import swap_two_entries
+from tests.support.prepared import ok_here
 from tests.support.workspace import SECRET, Workspace, standard
 
 BUILD = ("build", "--suite", "main", "--run-profile", "rp")
@@ -25,8 +28,7 @@ def _built(root: Path, standin: StandIn, monkeypatch) -> Workspace:  # type: ign
     monkeypatch.setenv("OPENROUTER_BASE_URL", standin.base_url)
     monkeypatch.setenv("OPENROUTER_API_KEY", SECRET)
     ws = standard(root)
-    done = claw(*BUILD, cwd=ws.root)
-    assert done.returncode == 0, done.stderr
+    ok_here(*BUILD, cwd=ws.root)
     return ws
 
 
@@ -56,14 +58,14 @@ def test_fsck_names_swapped_entries_and_repair_makes_the_build_redo_them(
     store = Store(ws.root / "store")
     for key in (first, second):
         assert store.get_action_record_id(key) in (None, entries[key])  # never the swapped record
-    assert claw("fsck", cwd=ws.root).returncode == 0
+    ok_here("fsck", cwd=ws.root)
 
 
 def test_a_pull_of_a_re_signed_listing_with_swapped_entries_is_refused(
         tmp_path: Path, standin: StandIn, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     a = _built(tmp_path / "a", standin, monkeypatch)
     remote = tmp_path / "remote"
-    assert claw("push", str(remote), cwd=a.root).returncode == 0
+    ok_here("push", str(remote), cwd=a.root)
     # The attacker can write to the shared folder: each listing with entries gets them swapped and is
     # signed again, even by a key the puller trusts: swapped entries must not get in.
     assert len(swap_two_entries(remote)) >= 2
@@ -75,4 +77,4 @@ def test_a_pull_of_a_re_signed_listing_with_swapped_entries_is_refused(
     assert pulled.stderr.count("\n") == 1 and "its record is for another key" in pulled.stderr
     after = {k: v for k, v in snapshot(b.root / "store").items() if not k.startswith("remotes/")}
     assert after == before, sorted(set(after.items()) ^ set(before.items()))[:6]
-    assert claw("fsck", cwd=b.root).returncode == 0
+    ok_here("fsck", cwd=b.root)

@@ -172,6 +172,10 @@ class Transcript:
         self.add({"type": "session", "version": 4, "id": session})
 
     def add(self, entry: dict) -> None:
+        if "zstandard" not in sys.modules:  # (run without `site`, -S: site-packages is added for this one import)
+            import site
+
+            site.main()
         import zstandard
 
         text = json.dumps(entry)

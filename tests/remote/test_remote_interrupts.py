@@ -20,6 +20,7 @@ from bench._throttle import throttled
 from clawstore.remote.backends import DirectoryBackend, Moved
 from clawstore.remote.push import _Outgoing, _Sender
 from clawstore.remote.sync import SyncReport
+from tests.support.prepared import claw_here
 from tests.support.s3server import make_bucket
 
 DATA_MIB = 64
@@ -39,6 +40,16 @@ MOVED_AFTER_STOP = 16 << 20
 def claw(*args: str, cwd: Path, endpoint: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "clawstore.cli", *args], cwd=cwd, env=_env(endpoint),
                           capture_output=True, text=True, timeout=120)
+
+
+def here(*args: str, cwd: Path, endpoint: str) -> str:
+    """`claw ARGS` in this process, for a step that only prepares what a test is about (a put, the push a pull is
+    stopped in) or reads what it left (ls-tree, the last fsck): it succeeded; its stdout."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("AWS_ENDPOINT_URL", endpoint)
+        code, out, err = claw_here(*args, cwd=cwd)
+    assert code == 0, err
+    return out
 
 
 def _env(endpoint: str) -> dict[str, str]:
@@ -110,17 +121,16 @@ def filled(tmp_path: Path, aws_env: str) -> Iterator[tuple[Path, str, str]]:
     (a / "data").mkdir(parents=True)
     for i in range(DATA_MIB):
         (a / "data" / f"f{i}").write_bytes(os.urandom(1 << 20))
-    put = claw("put", "data", cwd=a, endpoint=aws_env)
-    assert put.returncode == 0, put.stderr
+    tree = here("put", "data", cwd=a, endpoint=aws_env).strip()
     bucket = "stop-" + secrets.token_hex(4)
     make_bucket(aws_env, bucket)
-    yield a, f"s3://{bucket}/team", put.stdout.strip()
+    yield a, f"s3://{bucket}/team", tree
 
 
 def test_a_pull_stopped_mid_transfer_ends_promptly_and_leaves_nothing(filled: tuple[Path, str, str], aws_env: str,
                                                                      tmp_path: Path) -> None:
     a, remote, tree = filled
-    assert claw("push", remote, cwd=a, endpoint=aws_env).returncode == 0
+    here("push", remote, cwd=a, endpoint=aws_env)
     b = tmp_path / "b"
     b.mkdir()
     with throttled(aws_env, LINK) as link:
@@ -146,8 +156,7 @@ def test_a_pull_stopped_mid_transfer_ends_promptly_and_leaves_nothing(filled: tu
     fsck = claw("fsck", cwd=b, endpoint=aws_env)
     assert fsck.returncode == 0 and "temp files: 0" in fsck.stdout, fsck.stdout + fsck.stderr
     assert claw("pull", remote, cwd=b, endpoint=aws_env).returncode == 0
-    listed = claw("ls-tree", tree, cwd=b, endpoint=aws_env)
-    assert listed.returncode == 0 and len(listed.stdout.splitlines()) == DATA_MIB, listed.stdout + listed.stderr
+    assert len(here("ls-tree", tree, cwd=b, endpoint=aws_env).splitlines()) == DATA_MIB
 
 
 def test_a_push_stopped_mid_transfer_ends_promptly_and_leaves_nothing(filled: tuple[Path, str, str],
@@ -163,7 +172,7 @@ def test_a_push_stopped_mid_transfer_ends_promptly_and_leaves_nothing(filled: tu
     assert took < PROMPT_S, f"the push took {took:.1f} s to stop"
     assert tmp_bytes(a / "store") == 0, sorted((a / "store" / "tmp").rglob("*"))
     assert claw("push", remote, cwd=a, endpoint=aws_env).returncode == 0
-    assert claw("fsck", cwd=a, endpoint=aws_env).returncode == 0
+    here("fsck", cwd=a, endpoint=aws_env)
 
 
 SLOW_CHUNK_S = 0.25  # the 16 chunks of a 16 MiB pack: 4 s
@@ -217,13 +226,11 @@ def test_a_pull_killed_mid_transfer_resumes_from_the_packs_it_had(aws_env: str, 
         (a / name).mkdir(parents=True)
         for i in range(mib):
             (a / name / f"f{i}").write_bytes(os.urandom(1 << 20))
-        put = claw("put", name, cwd=a, endpoint=aws_env)
-        assert put.returncode == 0, put.stderr
-        trees.append((put.stdout.strip(), mib))
+        trees.append((here("put", name, cwd=a, endpoint=aws_env).strip(), mib))
     bucket = "kill-" + secrets.token_hex(4)
     make_bucket(aws_env, bucket)
     remote = f"s3://{bucket}/team"
-    assert claw("push", remote, cwd=a, endpoint=aws_env).returncode == 0
+    here("push", remote, cwd=a, endpoint=aws_env)
     b = tmp_path / "b"
     b.mkdir()
     with throttled(aws_env, LINK) as link:
@@ -251,6 +258,5 @@ def test_a_pull_killed_mid_transfer_resumes_from_the_packs_it_had(aws_env: str, 
     assert f"{len(kept)} pack(s) already downloaded by another pull, not again" in pulled.stdout, pulled.stdout
     assert kept_packs(b / "store") == []
     for tree, mib in trees:
-        listed = claw("ls-tree", tree, cwd=b, endpoint=aws_env)
-        assert listed.returncode == 0 and len(listed.stdout.splitlines()) == mib, listed.stdout + listed.stderr
-    assert claw("fsck", cwd=b, endpoint=aws_env).returncode == 0
+        assert len(here("ls-tree", tree, cwd=b, endpoint=aws_env).splitlines()) == mib
+    here("fsck", cwd=b, endpoint=aws_env)

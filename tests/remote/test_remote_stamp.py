@@ -3,7 +3,9 @@ the remote is listed (one request) and this campaign's head read there, and when
 the configs nor the store changed since the last such build, the build prints its table without
 planning, pulling or pushing (it took 7 s at 60,000 nodes). Any change takes the full path.
 
-Real `claw` processes; which path a build took is told by marking the stamp (tests/support/stamps.py).
+The build each test is about is a real `claw` process; the builds that only prepare it (the stamped pair, a
+colleague's) run in the test's own process (tests/support/prepared.py). Which path a build took is told by marking
+the stamp (tests/support/stamps.py).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import pytest
 from clawstore.remote.backends import open_backend
 from clawstore.testing.standin import StandIn
 from tests.config.workspace_builder import claw
+from tests.support.prepared import ok_here
 from tests.support.stamps import answered_by_stamp, mark_stamp, wait_out_racy_window
 from tests.support.workspace import SECRET, Workspace, standard
 
@@ -24,20 +27,28 @@ HEAD = "refs/campaigns/main__rp__none"
 pytestmark = pytest.mark.parametrize("remote_url", ["s3"], indirect=True)  # (the directory backend: conftest.py)
 
 
+BUILD = ("build", "--suite", "main", "--run-profile", "rp", "--output", "json", "--remote")
+
+
 def _build(ws: Workspace, remote: str) -> tuple[dict, str]:
-    done = claw("build", "--suite", "main", "--run-profile", "rp", "--output", "json", "--remote", remote,
-                cwd=ws.root)
+    """The build a test is about: a real `claw` process."""
+    done = claw(*BUILD, remote, cwd=ws.root)
     assert done.returncode == 0, done.stderr
     assert SECRET not in done.stdout + done.stderr
     return json.loads(done.stdout), done.stderr
 
 
+def _prepare(ws: Workspace, remote: str) -> dict:
+    """A build that only prepares what a test is about, in this process."""
+    return json.loads(ok_here(*BUILD, remote, cwd=ws.root))
+
+
 def _stamped(ws: Workspace, remote: str) -> None:
     """A build that pushes, then (its files older than the mtime granularity window) one that leaves the
     stamp; the stamp's first row marked."""
-    _build(ws, remote)
+    _prepare(ws, remote)
     wait_out_racy_window(ws.root)
-    _build(ws, remote)
+    _prepare(ws, remote)
     mark_stamp(ws.root / "store")
 
 
@@ -64,10 +75,10 @@ def test_a_colleagues_push_takes_the_full_path_and_is_pulled(a: Workspace, remot
     _stamped(a, remote_url)
     b = Workspace(tmp_path / "b")
     shutil.copytree(a.configs, b.configs)
-    _build(b, remote_url)  # pulls A's results (0 requests), pushes nothing new
+    _prepare(b, remote_url)  # pulls A's results (0 requests), pushes nothing new
     b.edit("cases/alpha/test.yaml", lambda d: d["input"]["messages"][-1].update(content="What is 3 + 3?"))
     sent = len(provider.requests)
-    _build(b, remote_url)  # two new runs, pushed with B's head
+    _prepare(b, remote_url)  # two new runs, pushed with B's head
     assert len(provider.requests) == sent + 2
     result, err = _build(a, remote_url)
     assert not answered_by_stamp(result) and "pulled" in err
