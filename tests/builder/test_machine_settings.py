@@ -12,6 +12,7 @@ from clawstore.errors import UsageError
 from clawstore.host.machine_settings import seconds_setting
 from clawstore.testing.standin import StandIn
 from tests.config.workspace_builder import claw
+from tests.support.prepared import ok_here
 from tests.support.workspace import SECRET, many_cases
 
 BUILD = ("build", "--suite", "main", "--run-profile", "rp")
@@ -31,7 +32,7 @@ def test_a_malformed_setting_is_refused_before_any_request(standin: StandIn, tmp
     monkeypatch.setenv("OPENROUTER_BASE_URL", standin.base_url)
     ws = many_cases(tmp_path / "ws", cases=2)
     remote = tmp_path / "remote"
-    assert claw("remote", "add", "team", str(remote), cwd=ws.root).returncode == 0
+    ok_here("remote", "add", "team", str(remote), cwd=ws.root)  # (prepares: in this process)
     monkeypatch.setenv(name, value)
     done = claw(*BUILD, "--remote", "team", cwd=ws.root)
     assert done.returncode == 2, done.stderr

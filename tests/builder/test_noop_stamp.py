@@ -27,6 +27,7 @@ from clawstore.testing.standin import StandIn
 from tests.config.workspace_builder import claw
 from tests.support.fresh import measured_in_fresh_process
 from tests.support.judging import judge_reply
+from tests.support.prepared import ok_here
 from tests.support.stamps import MARK, answered_by_stamp, mark_stamp, wait_out_racy_window
 from tests.support.workspace import SECRET, Workspace, standard, write_yaml
 
@@ -113,11 +114,18 @@ def _build(ws: Workspace, *extra: str) -> dict:
     return json.loads(done.stdout)
 
 
+def _build_here(ws: Workspace, *extra: str) -> dict:
+    """`_build` in the test's own process (tests/support/prepared.py), for a build that only prepares what a test is
+    about: the same front and the same stamp (the same environment, cwd, flags and code), without a child's start."""
+    return json.loads(ok_here(*BUILD, *extra, cwd=ws.root))
+
+
 def _stamped(ws: Workspace) -> dict:
     """Once the configs are older than the mtime granularity window, a planned no-op of the cold-built workspace,
-    which leaves the stamp; returns the planned no-op's result."""
+    which leaves the stamp (built in this process: what a test is about is the build after it); returns the planned
+    no-op's result."""
     wait_out_racy_window(ws.root)
-    planned = _build(ws)
+    planned = _build_here(ws)
     assert planned["counts"]["executed"] == 0
     return planned
 
@@ -136,8 +144,7 @@ def test_an_unchanged_rebuild_is_answered_from_the_stamp_as_a_planned_noop_would
     written = ws.root / "store" / "builds" / f"{fast['build_id']}.json"
     log = json.loads(written.read_text())
     assert log["state"] == "complete" and log["nodes"] == [] and log["head"] and len(written.read_bytes()) < 4096
-    assert claw("query", "select count(*) as n from builds", "--format", "csv", cwd=ws.root).stdout.split() == [
-        "n", "3"]
+    assert ok_here("query", "select count(*) as n from builds", "--format", "csv", cwd=ws.root).split() == ["n", "3"]
 
 
 @pytest.mark.parametrize("change", ["edit in place, same size, old mtime", "new case", "removed case",
@@ -163,7 +170,7 @@ def test_any_change_takes_the_full_path(ws: Workspace, standin: StandIn, change:
         monkeypatch.setenv("CLAW_TEST_UNRELATED_SETTING", "1")  # any variable: the stamp does not guess
     elif change == "store written":
         ws.run_profile("other")
-        assert claw("build", "--suite", "main", "--run-profile", "other", cwd=ws.root).returncode == 0
+        ok_here("build", "--suite", "main", "--run-profile", "other", cwd=ws.root)
     elif change == "forced":
         extra = ("--force",)
     result = _build(ws, *extra)
@@ -221,10 +228,15 @@ INSPECT = {"status": ("status", *CAMPAIGN, "--output", "json"), "explain": ("exp
            "dry-run": ("build", *CAMPAIGN, "--dry-run")}
 
 
-def _inspect(ws: Workspace, *extra: str, only: tuple[str, ...] = tuple(INSPECT)) -> dict[str, str]:
+def _inspect(ws: Workspace, *extra: str, only: tuple[str, ...] = tuple(INSPECT), here: bool = False) -> dict[str, str]:
+    """Each of INSPECT's commands' stdout: real `claw` processes (`here`: in this process, for the full plan's answer
+    a test compares the stamp's with)."""
     found = {}
     for name, args in INSPECT.items():
         if name not in only:
+            continue
+        if here:
+            found[name] = ok_here(*args, *extra, cwd=ws.root)
             continue
         done = claw(*args, *extra, cwd=ws.root)
         assert done.returncode == 0, done.stderr
@@ -234,11 +246,11 @@ def _inspect(ws: Workspace, *extra: str, only: tuple[str, ...] = tuple(INSPECT))
 
 def test_status_explain_and_dry_run_of_an_unchanged_campaign_are_answered_from_the_stamp(
         ws: Workspace, standin: StandIn) -> None:
-    planned = _inspect(ws)  # no stamp yet (the configs are too new): every node planned
+    planned = _inspect(ws, here=True)  # no stamp yet (the configs are too new): every node planned
     assert planned["explain"] == "everything is fresh (main__rp__none)\n"
     assert planned["dry-run"] == "0 node(s) would execute (nothing), 4 fresh (main__rp__none)\n"
     wait_out_racy_window(ws.root)
-    _build(ws)  # leaves the stamp
+    _build_here(ws)  # leaves the stamp
     mark_stamp(ws.root / "store")
     sent, builds = len(standin.requests), len(list((ws.root / "store" / "builds").glob("*.json")))
     fast = _inspect(ws)
@@ -270,8 +282,8 @@ def test_status_explain_and_dry_run_plan_in_full_when_the_stamp_cannot_answer(ws
     marked = stamp.read_text()
     fresh = "everything is fresh (main__rp__none)\n"
 
-    def answered_by_stamp() -> bool:
-        return MARK in json.loads(_inspect(ws, only=("status",))["status"])["models"]
+    def answered_by_stamp() -> bool:  # (a check between the claims: in this process)
+        return MARK in json.loads(ok_here(*INSPECT["status"], cwd=ws.root))["models"]
 
     def planned(*extra: str, stale: int, explain: str, dry_run: str) -> None:
         found = _inspect(ws, *extra)
@@ -311,16 +323,19 @@ def test_plan_of_an_unchanged_campaign_is_answered_from_the_stamp_as_the_full_pl
     for judge in ("judge/j1", "judge/j2"):
         standin.script(judge, judge_reply(7))
     campaign = (*CAMPAIGN, "--evaluation-profile", "ev")
-    assert claw("build", *campaign, cwd=ws.root).returncode == 0
+    ok_here("build", *campaign, cwd=ws.root)  # (both builds in this process: the plans are what the test is about)
     wait_out_racy_window(ws.root)
-    assert claw("build", *campaign, cwd=ws.root).returncode == 0  # leaves the stamp
+    ok_here("build", *campaign, cwd=ws.root)  # leaves the stamp
     outputs = {"text": (), "json": ("--output", "json"), "batch": ("--batch", "--output", "json"),
                "concurrency": ("--max-concurrency", "7")}
 
-    def plans(*only: str) -> dict[str, str]:
+    def plans(*only: str, here: bool = False) -> dict[str, str]:
         found = {}
         for name, extra in outputs.items():
             if only and name not in only:
+                continue
+            if here:  # (the full plan the stamp's answer is compared with: in this process)
+                found[name] = ok_here("plan", *campaign, *extra, cwd=ws.root)
                 continue
             done = claw("plan", *campaign, *extra, cwd=ws.root)
             assert done.returncode == 0, done.stderr
@@ -337,7 +352,7 @@ def test_plan_of_an_unchanged_campaign_is_answered_from_the_stamp_as_the_full_pl
     sent = len(standin.requests)
     fast = plans()
     stamp.unlink()
-    planned = plans()
+    planned = plans(here=True)
     assert fast == planned and len(standin.requests) == sent
     out = json.loads(planned["json"])
     assert [(line["name"], line["reused"], line["requests"]) for line in out["lines"]] == [

@@ -1,6 +1,7 @@
 """A SIGKILLed build's spending is shown before any rebuild: `claw status` and `claw report` say that a killed build
 spent money (at least what its log counted by its last write), not nothing; once a build moves the head past it, the
-note is gone (real `claw` processes, the stand-in server, a real SIGKILL)."""
+note is gone (real `claw` processes, the stand-in server, a real SIGKILL; a build that only moves the head, in the
+test's own process)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from typing import Any
 from clawstore.testing.standin import StandIn, text
 from tests.hostile.attack import CLAW, run_claw
 from tests.support.claw import env  # noqa: F401 - fixture
+from tests.support.prepared import run_here
 from tests.support.workspace import Workspace, many_cases
 
 CAMPAIGN = ("--suite", "main", "--run-profile", "rp")
@@ -57,7 +59,7 @@ def test_a_killed_build_that_spent_money_is_shown_before_any_rebuild(tmp_path: P
     assert KILLED in report.stderr, report
 
     standin.set_default(text("four"))
-    assert run_claw(ws.root, "build", *CAMPAIGN).code == 0
+    assert run_here(ws.root, "build", *CAMPAIGN).code == 0  # (moves the head: in this process)
     after = run_claw(ws.root, "status", *CAMPAIGN)
     assert after.code == 0 and KILLED not in after.stderr, after
     assert KILLED not in run_claw(ws.root, "report", *CAMPAIGN, "--no-chart").stderr
@@ -69,7 +71,7 @@ def test_a_build_killed_in_the_second_its_head_moved_is_still_shown(tmp_path: Pa
     id says its start to the second only; compared with the head's time, it was passed over as older than the head
     (as if the first had superseded it), and its spending was not shown."""
     ws: Workspace = many_cases(tmp_path / "ws", 30, concurrency=2)
-    assert run_claw(ws.root, *("build", *CAMPAIGN)).code == 0
+    assert run_here(ws.root, "build", *CAMPAIGN).code == 0  # (the first build: in this process)
     store = Path(env["CLAW_STORE"])
     [head] = [p for p in store.rglob("campaigns/*") if p.is_file()]
     standin.set_default(text("five", latency=0.3))

@@ -18,6 +18,7 @@ from clawstore.testing.standin import StandIn, held
 from tests.hostile.attack import CLAW, run_claw
 from tests.support.judging import JUDGE, eval_profile, judge_reply, judge_requests
 from tests.support.oldclaw import old_claw, old_clawstore
+from tests.support.prepared import run_here
 from tests.support.workspace import Workspace
 
 CAMPAIGN = ("--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev")
@@ -30,7 +31,7 @@ def old(ws: Workspace, standin: StandIn, tmp_path: Path, monkeypatch: pytest.Mon
     eval_profile(ws, repetitions=1)
     ws.edit("evaluation_profiles/ev.yaml", lambda d: d["judges"][0].update(cost={"input": 1.0, "output": 4.0}))
     standin.script(JUDGE, judge_reply(7))
-    built = run_claw(ws.root, "build", "--suite", "main", "--run-profile", "rp")
+    built = run_here(ws.root, "build", "--suite", "main", "--run-profile", "rp")  # (prepares: in this process)
     assert built.code == 0, built
     return old_clawstore(tmp_path / "old")
 
@@ -73,7 +74,7 @@ def test_after_a_gc_the_older_claw_pays_again_what_this_claw_reused(ws: Workspac
     built = old_claw(old, ws.root, "build", *CAMPAIGN)
     assert built.returncode == 0 and paid(standin) == 4, built.stdout + built.stderr
     assert run_claw(ws.root, "build", *CAMPAIGN).code == 0  # reused under the legacy keys, copied under today's
-    collected = run_claw(ws.root, "gc", "--grace", "0s")
+    collected = run_here(ws.root, "gc", "--grace", "0s")
     assert collected.code == 0 and paid(standin) == 4, collected
     assert run_claw(ws.root, "build", *CAMPAIGN).code == 0 and paid(standin) == 4
     built = old_claw(old, ws.root, "build", *CAMPAIGN)

@@ -1,6 +1,7 @@
 """No price is part of a paid node's key: editing a judge's `cost` (OpenClaw's name for `pricing`) re-asks no
 judgement, and a store whose judgements were keyed with their judge's `cost` (claw before session 58) keeps them
-(real `claw` processes, the stand-in server; the older claw is this repository's clawstore at its commit then)."""
+(real `claw` processes, the stand-in server; the older claw is this repository's clawstore at its commit then). The
+builds that only prepare, and the reads (query, report, fsck, gc) of what builds left, run in the test's own process."""
 
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ from pathlib import Path
 import pytest
 
 from clawstore.testing.standin import StandIn, held
-from tests.hostile.attack import CLAW, run_claw
+from tests.hostile.attack import CLAW, Outcome, run_claw
 from tests.support.judging import JUDGE, eval_profile, judge_reply, judge_requests
 from tests.support.oldclaw import old_claw, old_clawstore
+from tests.support.prepared import run_here
 from tests.support.workspace import Workspace
 
 CAMPAIGN = ("--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev")
@@ -26,8 +28,10 @@ def _judge_cost(ws: Workspace, prices: dict[str, float]) -> None:
     ws.edit("evaluation_profiles/ev.yaml", lambda d: d["judges"][0].update(cost=prices))
 
 
-def _build(ws: Workspace) -> None:
-    built = run_claw(ws.root, "build", *CAMPAIGN)
+def _build(ws: Workspace, run: Callable[..., Outcome] = run_claw) -> None:
+    """This claw's build of the campaign (`run=run_here`: in this process, for a build that only prepares the one a
+    test is about)."""
+    built = run(ws.root, "build", *CAMPAIGN)
     assert built.code == 0 and "Traceback" not in built.stdout + built.stderr, built
 
 
@@ -48,7 +52,7 @@ def test_editing_a_judges_cost_re_asks_no_judgement(ws: Workspace, standin: Stan
     eval_profile(ws, repetitions=1)
     _judge_cost(ws, {"input": 1.0, "output": 4.0})
     standin.script(JUDGE, judge_reply(7))
-    _build(ws)
+    _build(ws, run_here)
     assert judge_requests(standin) == 4
     sent = len(standin.requests)
     _judge_cost(ws, {"input": 2.0, "output": 8.0})
@@ -61,7 +65,7 @@ def test_a_store_keyed_with_the_judges_cost_keeps_its_judgements(ws: Workspace, 
     sent = _built_by_the_older_claw(ws, standin, tmp_path)
     _build(ws)  # this claw: the judgements are found under the key they were stored by
     assert len(standin.requests) == sent, standin.requests[sent:]
-    report = run_claw(ws.root, "report", *CAMPAIGN, "--no-chart", "--output", "json")
+    report = run_here(ws.root, "report", *CAMPAIGN, "--no-chart", "--output", "json")
     assert report.code == 0 and "Traceback" not in report.stderr, report
     _build(ws)  # and again (the head names them under that key)
     assert len(standin.requests) == sent, standin.requests[sent:]
@@ -75,11 +79,11 @@ def test_a_judge_without_cost_keeps_its_keys(ws: Workspace, standin: StandIn, tm
     standin.script(JUDGE, judge_reply(7))
     built = old_claw(old, ws.root, "build", *CAMPAIGN)
     assert built.returncode == 0, built.stdout + built.stderr
-    old_keys = run_claw(ws.root, "query", "select key from judgements order by key", "--format", "csv")
+    old_keys = run_here(ws.root, "query", "select key from judgements order by key", "--format", "csv")
     sent = len(standin.requests)
     _build(ws)
     assert len(standin.requests) == sent and judge_requests(standin) == 4
-    new_keys = run_claw(ws.root, "query", "select key from judgements order by key", "--format", "csv")
+    new_keys = run_here(ws.root, "query", "select key from judgements order by key", "--format", "csv")
     assert old_keys.code == new_keys.code == 0 and old_keys.stdout == new_keys.stdout, (old_keys, new_keys)
 
 
@@ -91,7 +95,7 @@ def test_a_store_keyed_with_the_judges_cost_keeps_its_judgements_through_a_price
     _build(ws)
     assert len(standin.requests) == sent, standin.requests[sent:]
     before = _costs(ws)
-    checked = run_claw(ws.root, "fsck")  # the records under the new keys are whole entries: their key, their input
+    checked = run_here(ws.root, "fsck")  # the records under the new keys are whole entries: their key, their input
     assert checked.code == 0, checked
     _judge_cost(ws, {"input": 2.0, "output": 8.0})
     _build(ws)
@@ -108,7 +112,7 @@ def test_a_gc_between_the_upgrade_and_a_price_edit_keeps_the_judgements_found_un
     # copy, which no head named, and the price edit after it asked the 4 judgements again)
     sent = _built_by_the_older_claw(ws, standin, tmp_path)
     _build(ws)
-    collected = run_claw(ws.root, "gc", "--grace", "0s")
+    collected = run_here(ws.root, "gc", "--grace", "0s")
     assert collected.code == 0 and "Traceback" not in collected.stderr, collected
     _judge_cost(ws, {"input": 2.0, "output": 8.0})
     _build(ws)
@@ -116,7 +120,7 @@ def test_a_gc_between_the_upgrade_and_a_price_edit_keeps_the_judgements_found_un
 
 
 def _costs(ws: Workspace) -> str:
-    done = run_claw(ws.root, "query", "select kind, cost_usd, cost_source from nodes where kind = 'judge' order by "
+    done = run_here(ws.root, "query", "select kind, cost_usd, cost_source from nodes where kind = 'judge' order by "
                     "case_id, model_id", "--format", "csv")
     assert done.code == 0, done
     return done.stdout
@@ -130,7 +134,7 @@ def test_the_older_claw_building_beside_this_one_pays_each_judgement_once(ws: Wo
     old = old_clawstore(tmp_path / "old")
     eval_profile(ws, repetitions=1)
     _judge_cost(ws, {"input": 1.0, "output": 4.0})
-    built = run_claw(ws.root, "build", "--suite", "main", "--run-profile", "rp")  # the runs (one key in both claws)
+    built = run_here(ws.root, "build", "--suite", "main", "--run-profile", "rp")  # the runs (one key in both claws)
     assert built.code == 0, built
     standin.script(JUDGE, held("judges", **judge_reply(7)))
     old_env = {**os.environ, "PYTHONPATH": str(old)}

@@ -19,6 +19,7 @@ from clawstore.providers.endpoint import Endpoint
 from clawstore.providers.usage import SENT_UNANSWERED
 from tests.hostile.attack import run_claw
 from tests.support.claw import env, ws  # noqa: F401 - fixtures
+from tests.support.prepared import run_here
 from tests.support.workspace import Workspace
 
 
@@ -119,7 +120,7 @@ def test_a_run_whose_request_was_read_then_dropped_costs_unknown_not_0(
     assert len(server.read) == 4
     line = next(line for line in built.stdout.splitlines() if line.startswith("build "))
     assert "(4 of 4 unknown)" in line, line
-    done = run_claw(ws.root, "query", "select status, cost_usd, cost_source from runs", "--format", "json")
+    done = run_here(ws.root, "query", "select status, cost_usd, cost_source from runs", "--format", "json")
     assert json.loads(done.stdout) == [{"status": "provider_error", "cost_usd": None, "cost_source": "unknown"}] * 4, \
         done.stdout
 
@@ -135,7 +136,7 @@ def test_an_answer_in_an_odd_charset_is_read_not_taken_for_nothing_sent(
     ws.run_profile(defaults={"retries": 0})
     built = run_claw(ws.root, "build", "--suite", "main", "--run-profile", "rp")
     assert "Traceback" not in built.stderr and len(server.read) == 4, built
-    done = run_claw(ws.root, "query", "select status, input_tokens, cost_usd, cost_source from runs", "--format",
+    done = run_here(ws.root, "query", "select status, input_tokens, cost_usd, cost_source from runs", "--format",
                     "json")
     assert json.loads(done.stdout) == [{"status": "success", "input_tokens": 10, "cost_usd": None,
                                         "cost_source": "unknown"}] * 4, done.stdout

@@ -1,7 +1,8 @@
 """A request that went out and whose reply was never read whole (it timed out, the connection was lost, the reply
 was too large) may have been counted and billed by the provider: its tokens and cost are unknown, never the 0 that
 a declared price makes of 0 tokens. A request that never left (no connection could be made) cost nothing: a known
-0. Real `claw` processes and the stand-in on 127.0.0.1; the client alone against a real closed port."""
+0. Real `claw` processes and the stand-in on 127.0.0.1 (the queries of what a build left in the test's own process);
+the client alone against a real closed port."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from clawstore.providers.usage import SENT_UNANSWERED
 from clawstore.testing.standin import StandIn, error, hang
 from tests.hostile.attack import run_claw
 from tests.support.claw import env, ws  # noqa: F401 - fixtures
+from tests.support.prepared import run_here
 from tests.support.sockets import closed_port
 from tests.support.workspace import Workspace
 
@@ -32,7 +34,7 @@ def test_a_timed_out_run_s_cost_is_unknown_an_error_reply_s_priced(ws: Workspace
     assert built.code == 1 and "Traceback" not in built.stderr, built
     line = next(line for line in built.stdout.splitlines() if line.startswith("build "))
     assert "cost spent ≥0.000000 USD (2 of 4 unknown, 2 of 4 priced)" in line, line  # (was 0.000000, 4 of 4 priced)
-    done = run_claw(ws.root, "query", "select model_id, status, input_tokens, cost_usd, cost_source from runs "
+    done = run_here(ws.root, "query", "select model_id, status, input_tokens, cost_usd, cost_source from runs "
                                       "order by 1", "--format", "json")
     rows = {(r["model_id"], r["status"], r["input_tokens"], r["cost_usd"], r["cost_source"])
             for r in json.loads(done.stdout)}
@@ -66,7 +68,7 @@ def test_a_timed_out_judgement_s_cost_is_unknown(ws: Workspace, standin: StandIn
     standin.script(JUDGE, *[hang(5) for _ in range(4)])
     built = run_claw(ws.root, "build", *CAMPAIGN, "--evaluation-profile", "ev")
     assert built.code == 1 and "Traceback" not in built.stderr, built
-    done = run_claw(ws.root, "query", "select status, cost_usd, cost_source from judgements", "--format", "json")
+    done = run_here(ws.root, "query", "select status, cost_usd, cost_source from judgements", "--format", "json")
     rows = json.loads(done.stdout)
     assert len(rows) == 4 and all(r["cost_usd"] is None and r["cost_source"] == "unknown" for r in rows), rows
 
@@ -75,7 +77,7 @@ def _shown(workspace: Workspace, *campaign: str) -> tuple[str, list[dict[str, ob
     """`claw report`'s cost line for the campaign, and the saved query cost_by_model's rows (`claw status` counts
     nodes and shows no cost)."""
     report = run_claw(workspace.root, "report", *campaign, "--no-chart")
-    by_model = run_claw(workspace.root, "query", "cost_by_model", "--format", "json")
+    by_model = run_here(workspace.root, "query", "cost_by_model", "--format", "json")
     for done in (report, by_model):
         assert done.code == 0 and "Traceback" not in done.stderr, done
     return next(line for line in report.stdout.splitlines() if line.startswith("Cost (USD)")), json.loads(
@@ -91,7 +93,7 @@ def test_a_run_whose_request_never_left_costs_a_known_0_at_undeclared_prices(
     assert built.code == 1 and "Traceback" not in built.stderr, built
     line = next(line for line in built.stdout.splitlines() if line.startswith("build "))
     assert line.endswith("cost spent 0.000000 USD (4 of 4 priced)"), line
-    done = run_claw(ws.root, "query", "select status, input_tokens, cost_usd, cost_source from runs", "--format",
+    done = run_here(ws.root, "query", "select status, input_tokens, cost_usd, cost_source from runs", "--format",
                     "json")
     assert json.loads(done.stdout) == [{"status": "provider_error", "input_tokens": 0, "cost_usd": 0.0,
                                         "cost_source": "priced"}] * 4, done
@@ -112,7 +114,7 @@ def test_a_judgement_whose_request_never_left_costs_a_known_0_one_that_timed_out
     built = run_claw(ws.root, "build", *campaign)
     assert built.code == 1 and "Traceback" not in built.stderr, built
     assert len(standin.requests) == 4  # the runs; no judge request reached a server
-    done = run_claw(ws.root, "query", "select status, cost_usd, cost_source from judgements", "--format", "json")
+    done = run_here(ws.root, "query", "select status, cost_usd, cost_source from judgements", "--format", "json")
     assert json.loads(done.stdout) == [{"status": "provider_error", "cost_usd": 0.0, "cost_source": "priced"}] * 4, \
         done.stdout
     cost, by_model = _shown(ws, *campaign)
@@ -124,7 +126,7 @@ def test_a_judgement_whose_request_never_left_costs_a_known_0_one_that_timed_out
     standin.script(JUDGE, *[hang(5) for _ in range(4)])
     built = run_claw(ws.root, "build", *campaign)
     assert built.code == 1 and judge_count(standin) == 4, built
-    done = run_claw(ws.root, "query", "select status, cost_usd, cost_source from judgements", "--format", "json")
+    done = run_here(ws.root, "query", "select status, cost_usd, cost_source from judgements", "--format", "json")
     assert json.loads(done.stdout) == [{"status": "timed_out", "cost_usd": None, "cost_source": "unknown"}] * 4, \
         done.stdout
 

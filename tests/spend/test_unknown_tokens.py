@@ -1,7 +1,7 @@
 """Unknown tokens are never summed as 0: a run whose usage was not believed (`usage_rejected`) makes every token
 total it is part of say so, as its cost does: `≥` what is known in the build line and `claw report`'s TOKENS_IN and
 TOKENS_OUT, null in JSON (the build's, its progress totals, the report's), NULL in `claw query` (real `claw`
-processes, the stand-in server)."""
+processes, the stand-in server; the queries, which read what a build left, in the test's own process)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 from clawstore.testing.standin import StandIn, text
 from tests.hostile.attack import run_claw
 from tests.support.claw import env, ws  # noqa: F401 - fixtures
+from tests.support.prepared import run_here
 from tests.support.workspace import Workspace
 
 CAMPAIGN = ("--suite", "main", "--run-profile", "rp")
@@ -18,6 +19,13 @@ CAMPAIGN = ("--suite", "main", "--run-profile", "rp")
 
 def _json(root: Any, *args: str) -> Any:
     done = run_claw(root, *args)
+    assert done.code == 0 and "Traceback" not in done.stderr, done
+    return json.loads(done.stdout)
+
+
+def _read(root: Any, *args: str) -> Any:
+    """A query of what the build left, in this process (tests/support/prepared.py): its JSON."""
+    done = run_here(root, *args)
     assert done.code == 0 and "Traceback" not in done.stderr, done
     return json.loads(done.stdout)
 
@@ -32,7 +40,7 @@ def test_a_run_whose_tokens_are_unknown_makes_its_sums_unknown_never_0(ws: Works
     totals = [event for event in map(json.loads, built.stderr.splitlines()) if event.get("event") == "totals"]
     assert [(t["input_tokens"], t["output_tokens"], t["tokens_unknown"]) for t in totals] == [(None, None, 4)], totals
     line = next(line for line in built.stdout.splitlines() if line.startswith("build "))
-    good = _json(ws.root, "query", "select sum(input_tokens) as i, sum(output_tokens) as o from runs "
+    good = _read(ws.root, "query", "select sum(input_tokens) as i, sum(output_tokens) as o from runs "
                                    "where model_id = 'good'", "--format", "json")[0]
     assert f"tokens in ≥{good['i']} out ≥{good['o']} (4 of 6 unknown)" in line, line
 
@@ -49,9 +57,9 @@ def test_a_run_whose_tokens_are_unknown_makes_its_sums_unknown_never_0(ws: Works
         else:
             assert (row["input_tokens"], row["output_tokens"], row["known_input_tokens"]) == (None, None, 0), row
 
-    builds = _json(ws.root, "query", "select input_tokens, output_tokens from builds", "--format", "json")
+    builds = _read(ws.root, "query", "select input_tokens, output_tokens from builds", "--format", "json")
     assert builds == [{"input_tokens": None, "output_tokens": None}], builds
-    by_model = {r["model_id"]: r for r in _json(ws.root, "query", "cost_by_model", "--format", "json")}
+    by_model = {r["model_id"]: r for r in _read(ws.root, "query", "cost_by_model", "--format", "json")}
     assert by_model["good"]["input_tokens"] == good["i"] and by_model["silent"]["input_tokens"] is None, by_model
     assert by_model["rejected"]["output_tokens"] is None, by_model
     as_json = _json(ws.root, "build", *CAMPAIGN, "--force", "--output", "json")["metrics"]
@@ -71,7 +79,7 @@ def test_a_reply_without_usage_has_unknown_tokens_and_cost_even_when_priced(ws: 
     assert built.code == 0 and "Traceback" not in built.stdout + built.stderr, built
     line = next(line for line in built.stdout.splitlines() if line.startswith("build "))
     assert "tokens in ? out ? (4 of 4 unknown)" in line and "cost spent ? USD (4 of 4 unknown)" in line, line
-    runs = _json(ws.root, "query", "select input_tokens, output_tokens, cost_usd, cost_source from runs",
+    runs = _read(ws.root, "query", "select input_tokens, output_tokens, cost_usd, cost_source from runs",
                  "--format", "json")
     assert runs == [{"input_tokens": None, "output_tokens": None, "cost_usd": None, "cost_source": "unknown"}] * 4
 
@@ -88,7 +96,7 @@ def test_a_reply_reporting_a_cost_but_no_tokens_keeps_its_cost(ws: Workspace, st
     assert built.code == 0 and "Traceback" not in built.stdout + built.stderr, built
     line = next(line for line in built.stdout.splitlines() if line.startswith("build "))
     assert line.endswith("tokens in ≥0 out ≥0 (2 of 4 unknown); cost spent 0.500000 USD"), line
-    runs = _json(ws.root, "query", "select model_id, input_tokens, output_tokens, cost_usd, cost_source from runs "
+    runs = _read(ws.root, "query", "select model_id, input_tokens, output_tokens, cost_usd, cost_source from runs "
                  "order by model_id", "--format", "json")
     assert runs == [{"model_id": "paid", "input_tokens": None, "output_tokens": None, "cost_usd": 0.25,
                      "cost_source": "reported"}] * 2 + [
@@ -105,7 +113,7 @@ def test_token_counts_sent_as_null_are_unknown_not_0(ws: Workspace, standin: Sta
         "usage": {"prompt_tokens": None, "completion_tokens": None, "total_tokens": None}}})
     built = run_claw(ws.root, "build", *CAMPAIGN)
     assert built.code == 0 and "Traceback" not in built.stdout + built.stderr, built
-    runs = _json(ws.root, "query", "select input_tokens, output_tokens, cost_usd, cost_source from runs",
+    runs = _read(ws.root, "query", "select input_tokens, output_tokens, cost_usd, cost_source from runs",
                  "--format", "json")
     assert runs == [{"input_tokens": None, "output_tokens": None, "cost_usd": None, "cost_source": "unknown"}] * 2
 
@@ -128,14 +136,14 @@ def test_a_judge_reply_without_usage_has_unknown_tokens_and_cost_even_when_price
     built = run_claw(ws.root, "build", *campaign)
     assert built.code == 0 and "Traceback" not in built.stdout + built.stderr, built
 
-    judged = _json(ws.root, "query", "select case_id, model_id, input_tokens, output_tokens, cost_usd, cost_source "
+    judged = _read(ws.root, "query", "select case_id, model_id, input_tokens, output_tokens, cost_usd, cost_source "
                                      "from judgements order by case_id, model_id", "--format", "json")
     unknown = {"input_tokens": None, "output_tokens": None, "cost_usd": None, "cost_source": "unknown"}
     free = {"input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0, "cost_source": "priced"}
     assert judged == [{"case_id": "alpha", "model_id": "m1", **unknown},
                       {"case_id": "alpha", "model_id": "m2", **unknown},
                       {"case_id": "beta", "model_id": "m1", **free}, {"case_id": "beta", "model_id": "m2", **free}]
-    runs = _json(ws.root, "query", "select sum(input_tokens) as i, sum(output_tokens) as o from runs", "--format",
+    runs = _read(ws.root, "query", "select sum(input_tokens) as i, sum(output_tokens) as o from runs", "--format",
                  "json")[0]
     line = next(line for line in built.stdout.splitlines() if line.startswith("build "))
     assert f"tokens in ≥{runs['i']} out ≥{runs['o']} (2 of 8 unknown)" in line, line
@@ -152,10 +160,10 @@ def test_a_judge_reply_without_usage_has_unknown_tokens_and_cost_even_when_price
                  if row.split()[:1] in (["m1"], ["m2"]) and row.split()[2:3] == ["1"]}
     assert eval_cost == {("m1", "alpha"): "?", ("m2", "alpha"): "?", ("m1", "beta"): "0.00000",
                          ("m2", "beta"): "0.00000"}, text_report.stdout
-    builds = _json(ws.root, "query", "select input_tokens, output_tokens, cost_usd, cost_unknown from builds",
+    builds = _read(ws.root, "query", "select input_tokens, output_tokens, cost_usd, cost_unknown from builds",
                    "--format", "json")
     assert builds == [{"input_tokens": None, "output_tokens": None, "cost_usd": None, "cost_unknown": 2}], builds
-    by_model = _json(ws.root, "query", "cost_by_model", "--format", "json")
+    by_model = _read(ws.root, "query", "cost_by_model", "--format", "json")
     assert all(row["total_cost_usd"] is None for row in by_model), by_model
 
 
@@ -178,11 +186,11 @@ def test_a_free_model_whose_reply_counts_no_tokens_costs_a_known_0(ws: Workspace
     campaign = (*CAMPAIGN, "--evaluation-profile", "ev")
     built = run_claw(ws.root, "build", *campaign)
     assert built.code == 0 and "Traceback" not in built.stdout + built.stderr, built
-    runs = _json(ws.root, "query", "select model_id, input_tokens, cost_usd, cost_source from runs order by model_id",
+    runs = _read(ws.root, "query", "select model_id, input_tokens, cost_usd, cost_source from runs order by model_id",
                  "--format", "json")
     assert runs == [{"model_id": "free", "input_tokens": None, "cost_usd": 0.0, "cost_source": "priced"}] * 2 + [
         {"model_id": "garbled", "input_tokens": None, "cost_usd": None, "cost_source": "unknown"}] * 2 + [
         {"model_id": "paid", "input_tokens": None, "cost_usd": None, "cost_source": "unknown"}] * 2, runs
-    judged = _json(ws.root, "query", "select distinct input_tokens, cost_usd, cost_source from judgements",
+    judged = _read(ws.root, "query", "select distinct input_tokens, cost_usd, cost_source from judgements",
                    "--format", "json")
     assert judged == [{"input_tokens": None, "cost_usd": 0.0, "cost_source": "priced"}], judged

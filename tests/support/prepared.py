@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from clawstore.cli import main
+from tests.hostile.attack import Outcome
 from tests.support.workspace import SECRET
 
 
@@ -32,3 +33,13 @@ def ok_here(*args: str, cwd: Path) -> str:
     assert code == 0, err
     assert SECRET not in out + err
     return out
+
+
+def run_here(cwd: Path, *args: str) -> Outcome:
+    """`claw ARGS` in this process as tests/hostile/attack.py's `run_claw` runs it in a child: in `cwd`, the
+    environment as it is (CLAW_STORE kept: tests/support/claw.py's workspaces keep their store beside the workspace,
+    named by it); its exit code, stdout and stderr."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(cwd)
+        result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    return Outcome(result.exit_code, result.stdout, result.stderr)
