@@ -21,16 +21,23 @@ from clawstore.query.saved import PACKAGED
 from clawstore.store import Store
 from clawstore.store.headdoc import read_head_doc
 from tests.query.campaigns import Spec, build, count_flattened
+from tests.support.once import copied, made_once
 
 REPO = Path(__file__).resolve().parents[2]
 
 
+def _built(made: Path) -> None:
+    with Store(made / "store") as store:
+        build(store, Spec())
+        build(store, Spec(models=["openai/gpt-a", "new/model-c"], fail={("new/model-c", "case_2")}))
+
+
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Store:
-    store = Store(tmp_path_factory.mktemp("q") / "store")
-    build(store, Spec())
-    build(store, Spec(models=["openai/gpt-a", "new/model-c"], fail={("new/model-c", "case_2")}))
-    return store
+    """Two builds made once in the run (tests/support/once.py), the module's store a copy (queries write in it)."""
+    root = tmp_path_factory.mktemp("q")
+    copied(made_once(tmp_path_factory, "query-cli", _built), root, "store")
+    return Store(root / "store")
 
 
 def claw(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
