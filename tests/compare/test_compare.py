@@ -15,9 +15,10 @@ from clawstore.compare import render_comparison
 from clawstore.compare.delta import compare_sides, noise_of
 from clawstore.compare.scores import SideScores
 from clawstore.store import Store
+from clawstore.testing.standin import StandIn
 from tests.support.bootstrap import textbook_interval
 from tests.support.claw import Claw
-from tests.support.judging import JUDGE, eval_profile, noisy_judge, standin_workspace, worse_m1_workspace
+from tests.support.judging import JUDGE, eval_profile, noisy_judge, standin_workspace_once, worse_m1_workspace
 from tests.support.workspace import Workspace
 
 CASES = [f"c{i}" for i in range(6)]  # + alpha and beta of the standard workspace
@@ -33,24 +34,27 @@ class Builds:
     worse: str  # campaign other: m1 replaced by a model that answers worse on half the cases
 
 
+def _make_builds(standin: StandIn, ws: Workspace, claw: Claw, made: Path) -> None:
+    worse_m1_workspace(ws, standin, CASES, DEGRADED)  # B's m1 answers worse on half the cases
+    eval_profile(ws, judges=[{"judge_id": "j1", "type": "llm_probe", "model": JUDGE, "retries": 0,
+                              "request_options": {"seed": 1}}])
+    noisy_judge(standin, seed=11)
+    main = build(claw)
+    claw("pin", "seed1", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev")
+    worse = build(claw, suite="other")
+    ws.edit("evaluation_profiles/ev.yaml", lambda d: d["judges"][0]["request_options"].update(seed=2))
+    before = len(standin.requests)
+    assert build(claw) == main
+    assert sum(1 for r in standin.requests[before:] if r["model"] == JUDGE) == 96  # all re-judged
+    (made / "campaigns.json").write_text(json.dumps({"seed2": main, "worse": worse}))
+
+
 @pytest.fixture(scope="module")
 def builds(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Builds]:
-    """Built once for the module (each build sends ~130 requests one at a time)."""
-    root = tmp_path_factory.mktemp("compare")
-    with standin_workspace(root) as (standin, ws, claw):
-        worse_m1_workspace(ws, standin, CASES, DEGRADED)  # B's m1 answers worse on half the cases
-        eval_profile(ws, judges=[{"judge_id": "j1", "type": "llm_probe", "model": JUDGE, "retries": 0,
-                                  "request_options": {"seed": 1}}])
-        noisy_judge(standin, seed=11)
-        main = build(claw)
-        claw("pin", "seed1", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev")
-        worse = build(claw, suite="other")
-        ws.edit("evaluation_profiles/ev.yaml", lambda d: d["judges"][0]["request_options"].update(seed=2))
-        before = len(standin.requests)
-        assert build(claw) == main
-        assert sum(1 for r in standin.requests[before:] if r["model"] == JUDGE) == 96  # all re-judged
-        yield Builds(claw, "seed1", main, worse)
-
+    """Built once in the run (each build sends ~130 requests one at a time), copied for the module."""
+    with standin_workspace_once(tmp_path_factory, "compare", _make_builds) as (claw, made):
+        campaigns = json.loads((made / "campaigns.json").read_text())
+        yield Builds(claw, "seed1", campaigns["seed2"], campaigns["worse"])
 
 def build(claw: Claw, suite: str = "main") -> str:
     code, out, err = claw("build", "--suite", suite, "--run-profile", "rp", "--evaluation-profile", "ev",

@@ -5,9 +5,12 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
+import pytest
+from click.testing import CliRunner
+
+from clawstore.cli import main
 from clawstore.testing.simulated import script_simulated_provider
 from clawstore.testing.standin import StandIn
 from tests.docs.doc_blocks import EXAMPLES, REPO
@@ -15,7 +18,7 @@ from tests.docs.doc_blocks import EXAMPLES, REPO
 CAMPAIGN = ["--suite", "llm_probe_smoke", "--run-profile", "standard", "--evaluation-profile", "default_judge"]
 
 
-def test_default_outputs_leave_git_status_clean(tmp_path: Path) -> None:
+def test_default_outputs_leave_git_status_clean(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ws = tmp_path / "ws"
     shutil.copytree(EXAMPLES, ws / "configs")
     shutil.copy(REPO / ".gitignore", ws / ".gitignore")
@@ -23,15 +26,18 @@ def test_default_outputs_leave_git_status_clean(tmp_path: Path) -> None:
     subprocess.run([*git, "init", "-q"], check=True)
     subprocess.run([*git, "add", "-A"], check=True)
     subprocess.run([*git, "commit", "-qm", "configs"], check=True)
-    claw = [sys.executable, "-m", "clawstore.cli"]
+    # (in-process, from the workspace: what each command writes by default is the same in a process of its own)
+    for name in [k for k in os.environ if k.startswith("CLAW_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.chdir(ws)
     with StandIn() as server:
         script_simulated_provider(server)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("CLAW_")}
-        env.update(OPENROUTER_BASE_URL=server.base_url, OPENROUTER_API_KEY="sk-test")
+        monkeypatch.setenv("OPENROUTER_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENROUTER_API_KEY", "sk-test")
         for args in (["build", *CAMPAIGN], ["report", *CAMPAIGN], ["view", *CAMPAIGN], ["query", "leaderboard"],
                      ["archive", "export", *CAMPAIGN, "-o", "campaign.claw"]):
-            proc = subprocess.run([*claw, *args], cwd=ws, env=env, capture_output=True, text=True)
-            assert proc.returncode == 0, (args, proc.stderr)
+            result = CliRunner().invoke(main, args, catch_exceptions=False)
+            assert result.exit_code == 0, (args, result.stderr)
     assert (ws / "store").is_dir() and (ws / "outputs").is_dir()
     status = subprocess.run([*git, "status", "--porcelain", "--untracked-files=all"], capture_output=True,
                             text=True, check=True).stdout

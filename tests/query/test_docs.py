@@ -11,6 +11,7 @@ from clawstore.query.engine import run_query
 from clawstore.query.schema import view_columns
 from clawstore.store import Store
 from tests.query.campaigns import Spec, build
+from tests.support.once import copied, made_once
 
 DOC = (Path(__file__).resolve().parents[2] / "docs" / "query.md").read_text()
 
@@ -29,12 +30,18 @@ def test_views_have_exactly_the_documented_columns(tmp_path: Path) -> None:
         assert got == [c.name for c in columns], view
 
 
+def _built(made: Path) -> None:
+    with Store(made / "store") as store:
+        build(store, Spec(fail={("openai/gpt-a", "case_1")}))
+        build(store, Spec(salt="rubric v2"))
+
+
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Store:
-    store = Store(tmp_path_factory.mktemp("docs") / "store")
-    build(store, Spec(fail={("openai/gpt-a", "case_1")}))
-    build(store, Spec(salt="rubric v2"))
-    return store
+    """Two builds made once in the run (tests/support/once.py), the module's store a copy (queries write in it)."""
+    root = tmp_path_factory.mktemp("docs")
+    copied(made_once(tmp_path_factory, "query-docs", _built), root, "store")
+    return Store(root / "store")
 
 
 @pytest.mark.parametrize("sql", re.findall(r"```sql\n(.*?)```", DOC, re.S))

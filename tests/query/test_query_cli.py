@@ -21,16 +21,23 @@ from clawstore.query.saved import PACKAGED
 from clawstore.store import Store
 from clawstore.store.headdoc import read_head_doc
 from tests.query.campaigns import Spec, build, count_flattened
+from tests.support.once import copied, made_once
 
 REPO = Path(__file__).resolve().parents[2]
 
 
+def _built(made: Path) -> None:
+    with Store(made / "store") as store:
+        build(store, Spec())
+        build(store, Spec(models=["openai/gpt-a", "new/model-c"], fail={("new/model-c", "case_2")}))
+
+
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Store:
-    store = Store(tmp_path_factory.mktemp("q") / "store")
-    build(store, Spec())
-    build(store, Spec(models=["openai/gpt-a", "new/model-c"], fail={("new/model-c", "case_2")}))
-    return store
+    """Two builds made once in the run (tests/support/once.py), the module's store a copy (queries write in it)."""
+    root = tmp_path_factory.mktemp("q")
+    copied(made_once(tmp_path_factory, "query-cli", _built), root, "store")
+    return Store(root / "store")
 
 
 def claw(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -226,10 +233,12 @@ def test_show_tables_lists_every_view_and_nothing_internal(store: Store) -> None
     "install httpfs",
 ])
 @pytest.mark.parametrize("output", [("--format", "csv"), ("--out", "{out}.parquet"), ("--out", "{out}.json")])
-def test_a_saved_query_from_the_workspace_reads_the_results_and_nothing_else(store: Store, tmp_path: Path, attack: str,
-                                                                            output: tuple[str, str]) -> None:
+def test_a_saved_query_from_the_workspace_reads_the_results_and_nothing_else(
+        store: Store, tmp_path: Path, attack: str, output: tuple[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     # A workspace's queries/ come with a suite written by someone else: `claw query NAME` must not let
     # it write the user's files (~/.bashrc), read them (credentials) or plant rows in the manifest.
+    # (Each attack once in a real process, printed: the exit code and stderr a user sees; the two --out files
+    # in-process, run from the workspace as the user would: the same command, its confinement is DuckDB's own.)
     secret, target = tmp_path / "credentials", tmp_path / "written"
     secret.write_text("aws_secret_access_key=shh\n")
     manifest = store.root / "manifest"
@@ -239,12 +248,18 @@ def test_a_saved_query_from_the_workspace_reads_the_results_and_nothing_else(sto
     assert run(store, "select count(*) from runs")[0] == 0  # (the manifest is brought up to date first)
     before = sorted(p.relative_to(manifest) for p in manifest.rglob("*"))
     # (every way out: printed, or written by DuckDB's COPY (parquet) or by claw (json) to the file the user named)
-    proc = claw("query", "board", "--store", str(store.root), output[0], output[1].format(out=tmp_path / "out"),
-                cwd=tmp_path)
-    assert proc.returncode == 2, proc.stdout
-    assert proc.stderr.startswith(f"claw: error: {tmp_path / 'queries' / 'board.sql'}: query failed: ")
-    assert len(proc.stderr.splitlines()) == 1
-    assert not target.exists() and "shh" not in proc.stdout + proc.stderr
+    args = ("query", "board", "--store", str(store.root), output[0], output[1].format(out=tmp_path / "out"))
+    if output[0] == "--format":
+        proc = claw(*args, cwd=tmp_path)
+        code, stdout, stderr = proc.returncode, proc.stdout, proc.stderr
+    else:
+        monkeypatch.chdir(tmp_path)
+        result = CliRunner().invoke(main, list(args))
+        code, stdout, stderr = result.exit_code, result.stdout, result.stderr
+    assert code == 2, stdout
+    assert stderr.startswith(f"claw: error: {tmp_path / 'queries' / 'board.sql'}: query failed: ")
+    assert len(stderr.splitlines()) == 1
+    assert not target.exists() and "shh" not in stdout + stderr
     assert not list(tmp_path.glob("*out*"))
     assert sorted(p.relative_to(manifest) for p in manifest.rglob("*")) == before
 

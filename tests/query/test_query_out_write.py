@@ -13,7 +13,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner, Result
 
+from clawstore.cli import main
 from clawstore.query.manifest import index_current
 from clawstore.store import Store
 from tests.query.campaigns import Spec, build
@@ -41,12 +43,17 @@ def _claw(store: Path, *args: str, limit: int | None = None) -> subprocess.Compl
                           preexec_fn=None if limit is None else (lambda: _limited(limit)))
 
 
+def _here(store: Path, *args: str) -> Result:
+    return CliRunner().invoke(main, ["query", "--store", str(store), *args])
+
+
 @pytest.mark.parametrize("suffix", [".csv", ".json", ".md", ".parquet"])
 def test_a_write_cut_short_leaves_the_old_file_whole(store: Path, tmp_path: Path, suffix: str) -> None:
     out = tmp_path / "out" / f"result{suffix}"
     out.parent.mkdir()
-    done = _claw(store, SQL, "-o", str(out))
-    assert done.returncode == 0, done.stderr
+    # (the writes around the limited one in-process: the same command, no limit to set on a process)
+    done = _here(store, SQL, "-o", str(out))
+    assert done.exit_code == 0, done.stderr
     whole = out.read_bytes()
     assert len(whole) > 600
     out.write_bytes(b"old")
@@ -57,8 +64,8 @@ def test_a_write_cut_short_leaves_the_old_file_whole(store: Path, tmp_path: Path
         assert done.stderr == f"claw: error: --out {out}: File too large\n", done.stderr
     assert out.read_bytes() == b"old"
     assert os.listdir(out.parent) == [out.name]  # no temp file left
-    done = _claw(store, SQL, "-o", str(out))
-    assert done.returncode == 0 and out.read_bytes() == whole
+    done = _here(store, SQL, "-o", str(out))
+    assert done.exit_code == 0 and out.read_bytes() == whole
 
 
 def test_the_path_written_is_reported_on_one_line(store: Path, tmp_path: Path) -> None:

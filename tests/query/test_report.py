@@ -18,6 +18,7 @@ from clawstore.report.chart import bubble_areas
 from clawstore.store import Store
 from clawstore.store.headdoc import read_head_doc
 from tests.query.campaigns import JUDGE_COST, RUN_COST, Spec, build, count_flattened, score_of
+from tests.support.once import copied, made_once
 
 MODELS = ["openai/gpt-a", "anthropic/claude-b"]
 
@@ -54,11 +55,21 @@ def png_size(path: Path) -> tuple[int, int]:
     return struct.unpack(">II", data[16:24])
 
 
+def _built(made: Path) -> None:
+    build(Store(made / "store"), Spec(models=MODELS))
+
+
 @pytest.fixture
-def workspace(tmp_path: Path) -> tuple[Store, dict[str, Path]]:
-    store = Store(tmp_path / "store")
-    build(store, Spec(models=MODELS))
-    return store, write_configs(tmp_path, MODELS)
+def built(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Store:
+    """A store holding the campaign of MODELS built (and indexed, as a query would): made once in the run
+    (tests/support/once.py), a copy for each test."""
+    copied(made_once(tmp_path_factory, "report-built", _built), tmp_path, "store")
+    return Store(tmp_path / "store")
+
+
+@pytest.fixture
+def workspace(built: Store, tmp_path: Path) -> tuple[Store, dict[str, Path]]:
+    return built, write_configs(tmp_path, MODELS)
 
 
 def test_text_report_tables_and_chart(workspace: tuple[Store, dict[str, Path]], tmp_path: Path) -> None:
@@ -136,9 +147,8 @@ def test_filters_and_failures(tmp_path: Path) -> None:
     assert "anthropic/claude-b" not in out
 
 
-def test_a_filter_that_matches_nothing_is_an_error_not_an_empty_report(tmp_path: Path) -> None:
-    store = Store(tmp_path / "store")
-    build(store, Spec(models=MODELS))
+def test_a_filter_that_matches_nothing_is_an_error_not_an_empty_report(built: Store) -> None:
+    store = built
     for flags in (("--model", "openai/gpt-z"), ("--case", "case_9"), ("--model", "openai/gpt-a", "--case", "case_9")):
         for output in ("text", "json"):
             code, out, err = report(store, None, *flags, "--output", output, "--no-chart")
@@ -147,9 +157,8 @@ def test_a_filter_that_matches_nothing_is_an_error_not_an_empty_report(tmp_path:
     assert report(store, None, "--case", "case_1", "--no-chart")[0] == 0
 
 
-def test_each_filter_value_that_matches_nothing_is_named_beside_ones_that_match(tmp_path: Path) -> None:
-    store = Store(tmp_path / "store")
-    build(store, Spec(models=MODELS))
+def test_each_filter_value_that_matches_nothing_is_named_beside_ones_that_match(built: Store) -> None:
+    store = built
     flags = ("--model", "openai/gpt-a", "--model", "openai/gpt-z", "--case", "case_1", "--case", "case_9")
     for output in ("text", "json"):
         code, out, err = report(store, None, *flags, "--output", output, "--no-chart")

@@ -14,9 +14,11 @@ import pytest
 from selenium.webdriver.common.by import By
 
 from clawstore.stats.intervals import mean_interval, wilson
+from clawstore.testing.standin import StandIn
 from tests.compare.test_compare import build
 from tests.support.claw import Claw
-from tests.support.judging import JUDGE, eval_profile, noisy_judge, standin_workspace, worse_m1_workspace
+from tests.support.judging import JUDGE, eval_profile, noisy_judge, standin_workspace_once, worse_m1_workspace
+from tests.support.workspace import Workspace
 
 CASES = [f"c{i}" for i in range(22)]  # + alpha and beta of the standard workspace
 DEGRADED = {"alpha", *CASES[::2]}
@@ -29,19 +31,21 @@ class World:
     worse: str  # m1 answers worse on half the cases (2 points lower)
 
 
+def _make_world(standin: StandIn, ws: Workspace, claw: Claw, made: Path) -> None:
+    worse_m1_workspace(ws, standin, CASES, DEGRADED)
+    eval_profile(ws, threshold=0.7, judges=[{"judge_id": "j1", "type": "llm_probe", "model": JUDGE,
+                                             "retries": 0, "request_options": {"seed": 1}}])
+    noisy_judge(standin, seed=5, replies=1000)
+    assert build(claw) == CAMPAIGN
+    (made / "worse").write_text(build(claw, suite="other"))
+
+
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     """24 cases × 2 models, 2 run × 3 judge repetitions, the judge scoring 7 ± 0.5 (5 ± 0.5 the worse answer);
-    pass threshold 7."""
-    root = tmp_path_factory.mktemp("stats")
-    with standin_workspace(root) as (standin, ws, claw):
-        worse_m1_workspace(ws, standin, CASES, DEGRADED)
-        eval_profile(ws, threshold=0.7, judges=[{"judge_id": "j1", "type": "llm_probe", "model": JUDGE,
-                                                 "retries": 0, "request_options": {"seed": 1}}])
-        noisy_judge(standin, seed=5, replies=1000)
-        assert build(claw) == CAMPAIGN
-        yield World(claw, build(claw, suite="other"))
-
+    pass threshold 7. Built once in the run, copied for the module."""
+    with standin_workspace_once(tmp_path_factory, "stats", _make_world) as (claw, made):
+        yield World(claw, (made / "worse").read_text())
 
 def run_json(claw: Claw, *args: str) -> Any:
     code, out, err = claw(*args)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -13,6 +13,7 @@ import pytest
 
 from clawstore.testing.standin import StandIn, text
 from tests.support.claw import Claw
+from tests.support.once import copied, made_once
 from tests.support.workspace import SECRET, Workspace, standard, write_yaml
 
 DIMS = ("task", "process", "autonomy", "closeness", "efficiency", "spark")
@@ -85,3 +86,27 @@ def standin_workspace(root: Path) -> Iterator[tuple[StandIn, Workspace, Claw]]:
         ws = standard(root / "ws")
         mp.chdir(ws.root)
         yield standin, ws, Claw(ws.root)
+
+
+@contextmanager
+def standin_workspace_once(tmp_path_factory: pytest.TempPathFactory, name: str,
+                           make: Callable[[StandIn, Workspace, Claw, Path], None]) -> Iterator[tuple[Claw, Path]]:
+    """`make`'s builds in `standin_workspace`, made once in the whole run (tests/support/once.py: not once in each
+    xdist worker), then its workspace and store copied for the module: (its claw, the made directory, where `make`
+    left what the tests need to know). For tests that only read what was built: its stand-in has ended, and the
+    variables name its URL still (a request would be refused, not answered by another)."""
+
+    def made_in(made: Path) -> None:
+        with standin_workspace(made) as (standin, ws, claw):
+            make(standin, ws, claw, made)
+            (made / "base_url").write_text(standin.base_url)
+
+    made = made_once(tmp_path_factory, name, made_in)
+    root = tmp_path_factory.mktemp(name)
+    copied(made, root, "ws", "store")
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in {"OPENROUTER_API_KEY": SECRET, "OPENROUTER_BASE_URL": (made / "base_url").read_text(),
+                           "CLAW_STORE": str(root / "store")}.items():
+            mp.setenv(key, value)
+        mp.chdir(root / "ws")
+        yield Claw(root / "ws"), made

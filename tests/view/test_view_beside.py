@@ -23,27 +23,40 @@ from clawstore.report.view_beside import HELPER_NAME, _Claims, _Order, _Rows, _S
 from clawstore.report.view_data import collect, row_index
 from clawstore.report.view_page import page_token
 from clawstore.store import Store
+from tests.support.once import copied, made_once
 
 RUNS = 800  # four shards of 256
 
 
-@pytest.fixture(scope="module")
-def store_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("beside") / "store"
-    write_campaign(Store(root), runs=RUNS, models=3)
-    return root
-
-
-@pytest.fixture(scope="module")
-def alone(store_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
-    """The page and shards `claw view` writes in-process (a process running commands in itself forks no helper)."""
-    out = tmp_path_factory.mktemp("alone") / "view.html"
+def _make(made: Path) -> None:
+    """The campaign's store, and the page and shards `claw view` writes from it in-process (a process running
+    commands in itself forks no helper)."""
+    write_campaign(Store(made / "store"), runs=RUNS, models=3)
+    out = made / "alone" / "view.html"
+    out.parent.mkdir()
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(out.parent)  # (as the subprocesses: no workspace, no tags)
-        result = CliRunner(env={"CLAW_STORE": str(store_dir)}).invoke(main, ["view", *FLAGS, "--out", str(out)])
+        result = CliRunner(env={"CLAW_STORE": str(made / "store")}).invoke(main, ["view", *FLAGS, "--out", str(out)])
     assert result.exit_code == 0, result.output
-    return _written(out)
 
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Made once in the run (tests/support/once.py), not once in each xdist worker."""
+    return made_once(tmp_path_factory, "view-beside", _make)
+
+
+@pytest.fixture(scope="module")
+def store_dir(made: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("beside")
+    copied(made, root, "store")  # (the module's own: the views here write in it)
+    return root / "store"
+
+
+@pytest.fixture(scope="module")
+def alone(made: Path) -> dict[str, bytes]:
+    """The page and shards `claw view` wrote in-process from the store the module's is a copy of."""
+    return _written(made / "alone" / "view.html")
 
 def _written(page: Path) -> dict[str, bytes]:
     found = {page.name: page.read_bytes()}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -15,31 +16,46 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 from clawstore.testing.standin import StandIn
 from tests.support import demo
 from tests.support.claw import Claw
-from tests.support.workspace import Workspace
+from tests.support.once import copied, made_once
+from tests.support.workspace import SECRET, Workspace
 
 FLAGS = ["--suite", "demo", "--run-profile", "std", "--evaluation-profile", "ev"]
 SCRIPTS = "return [...document.querySelectorAll('script[src]')].map(e => e.src)"  # the shards the page loaded
 
 
-@pytest.fixture
-def page(tmp_path: Path, env: dict[str, str], standin: StandIn, monkeypatch: pytest.MonkeyPatch
-         ) -> tuple[Path, dict[str, Any]]:
-    ws: Workspace = demo.write_workspace(tmp_path / "ws")
-    monkeypatch.chdir(ws.root)
-    demo.script(standin)
-    claw = Claw(ws.root)
-    code, _, err = claw("build", *FLAGS)
-    assert code == 1, err  # open-tiny's haiku hits a provider error on purpose
-    code, out, err = claw("report", *FLAGS, "--output", "json", "--no-chart")
-    assert code == 0, err
-    html = tmp_path / "view.html"
-    code, _, err = claw("view", *FLAGS, "--out", str(html))
-    assert code == 0, err
-    assert f"wrote {html}" in err
-    assert re.search(rf"wrote {re.escape(str(html))} \((\d+ KB|\d+\.\d MB), \d+ runs; their details in "
-                     rf"{re.escape(str(html))}\.d/, (\d+ KB|\d+\.\d MB)\)", err), err
-    return html, json.loads(out)
+def _make_page(made: Path) -> None:
+    """The demo campaign built, reported and viewed against a stand-in: the workspace, store, page and report."""
+    with StandIn() as standin, pytest.MonkeyPatch.context() as mp:
+        for key, value in {"OPENROUTER_API_KEY": SECRET, "OPENROUTER_BASE_URL": standin.base_url,
+                           "CLAW_STORE": str(made / "store")}.items():
+            mp.setenv(key, value)
+        ws: Workspace = demo.write_workspace(made / "ws")
+        mp.chdir(ws.root)
+        demo.script(standin)
+        claw = Claw(ws.root)
+        code, _, err = claw("build", *FLAGS)
+        assert code == 1, err  # open-tiny's haiku hits a provider error on purpose
+        code, out, err = claw("report", *FLAGS, "--output", "json", "--no-chart")
+        assert code == 0, err
+        html = made / "view.html"
+        code, _, err = claw("view", *FLAGS, "--out", str(html))
+        assert code == 0, err
+        assert f"wrote {html}" in err
+        assert re.search(rf"wrote {re.escape(str(html))} \((\d+ KB|\d+\.\d MB), \d+ runs; their details in "
+                         rf"{re.escape(str(html))}\.d/, (\d+ KB|\d+\.\d MB)\)", err), err
+        (made / "report.json").write_text(out)
 
+
+@pytest.fixture
+def page(tmp_path: Path, env: dict[str, str], monkeypatch: pytest.MonkeyPatch,
+         tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """Made once in the run (tests/support/once.py: not a build, report and view in every test), copied for the
+    test: its workspace, its store (where `env` points) and the page with its folder."""
+    made = made_once(tmp_path_factory, "view-browser", _make_page)
+    copied(made, tmp_path, "ws", "store", "view.html.d")
+    shutil.copy2(made / "view.html", tmp_path / "view.html")
+    monkeypatch.chdir(tmp_path / "ws")
+    return tmp_path / "view.html", json.loads((made / "report.json").read_text())
 
 def test_open_without_a_browser_says_so_and_where_the_page_is(page: tuple[Path, dict[str, Any]],
                                                               monkeypatch: pytest.MonkeyPatch) -> None:

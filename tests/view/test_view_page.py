@@ -14,7 +14,8 @@ import pytest
 from clawstore.host.durable import process_identity
 from clawstore.testing.standin import StandIn, text
 from tests.support.claw import Claw
-from tests.support.workspace import Workspace, standard
+from tests.support.once import copied, made_once
+from tests.support.workspace import SECRET, Workspace, standard
 
 HOSTILE = "</script><script>alert(1)</script><!-- é 😀"
 
@@ -42,16 +43,28 @@ def details(page: Path) -> list[dict[str, Any]]:
     return found
 
 
+def _make_two_campaigns(made: Path) -> None:
+    with StandIn() as standin, pytest.MonkeyPatch.context() as mp:
+        for key, value in {"OPENROUTER_API_KEY": SECRET, "OPENROUTER_BASE_URL": standin.base_url,
+                           "CLAW_STORE": str(made / "store")}.items():
+            mp.setenv(key, value)
+        ws: Workspace = standard(made / "ws")
+        ws.run_profile("rp2", concurrency=2, defaults={"temperature": 0.5})
+        mp.chdir(ws.root)
+        standin.set_default(text(f"answer {HOSTILE}"))
+        claw = Claw(ws.root)
+        assert claw.build()[0] == 0
+        assert claw.build(profile="rp2")[0] == 0
+
+
 @pytest.fixture
-def two_campaigns(tmp_path: Path, env: dict[str, str], standin: StandIn, monkeypatch: pytest.MonkeyPatch) -> Claw:
-    ws: Workspace = standard(tmp_path / "ws")
-    ws.run_profile("rp2", concurrency=2, defaults={"temperature": 0.5})
-    monkeypatch.chdir(ws.root)
-    standin.set_default(text(f"answer {HOSTILE}"))
-    claw = Claw(ws.root)
-    assert claw.build()[0] == 0
-    assert claw.build(profile="rp2")[0] == 0
-    return claw
+def two_campaigns(tmp_path: Path, env: dict[str, str], monkeypatch: pytest.MonkeyPatch,
+                  tmp_path_factory: pytest.TempPathFactory) -> Claw:
+    """main x rp and main x rp2 built against a stand-in answering HOSTILE: made once in the run
+    (tests/support/once.py), the workspace and the store (where `env` points) copied for each test."""
+    copied(made_once(tmp_path_factory, "view-page-two-campaigns", _make_two_campaigns), tmp_path, "ws", "store")
+    monkeypatch.chdir(tmp_path / "ws")
+    return Claw(tmp_path / "ws")
 
 
 def test_comparison_page_and_hostile_text(two_campaigns: Claw, tmp_path: Path) -> None:
