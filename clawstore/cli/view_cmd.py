@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import pickle
 import sys
 import webbrowser
 from collections.abc import Iterator, Mapping
-from concurrent.futures import Executor, Future
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,34 +35,61 @@ def _case_tags(cwd: Path) -> dict[str, tuple[str, ...]]:
 def _case_tags_beside(cwd: Path) -> Mapping[str, tuple[str, ...]]:
     """`_case_tags`, read by a process forked before the store is opened (no thread yet to fork with) while this one
     reads the store: the YAML parse holds the interpreter lock, so in this process its time (1.5 s at 10,000 cases)
-    would add to the page's. Linux only; elsewhere, and if the fork fails, read here."""
+    would add to the page's. Linux only; elsewhere, and if the fork fails, read here.
+
+    The reader is forked for that one read (not a process pool's worker, which waited for more work on a pipe it held
+    both ends of: a killed command left it waiting for ever): it sends the tags and ends, and if this command is gone
+    its write fails (EPIPE) and it ends all the same."""
     if sys.platform != "linux":
         return _case_tags(cwd)
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
     try:
-        pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"))
-        return _TagsLater(pool, pool.submit(_case_tags, cwd), cwd)
+        read_end, write_end = os.pipe()
     except OSError:
         return _case_tags(cwd)
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read_end)
+        os.close(write_end)
+        return _case_tags(cwd)
+    if pid == 0:  # the reader: read, send, end (os._exit: none of the command's exit handlers, buffers or files)
+        code = 1
+        try:
+            os.close(read_end)
+            with open(write_end, "wb") as sent:
+                sent.write(pickle.dumps(_case_tags(cwd)))
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    return closed_with_command(_TagsLater(pid, read_end, cwd))
 
 
 class _TagsLater(Mapping[str, tuple[str, ...]]):
     """The forked reader's tags, waited for when first looked at (the page's summary asks for them last)."""
 
-    def __init__(self, pool: Executor, future: Future[dict[str, tuple[str, ...]]], cwd: Path):
-        self._pool, self._future, self._cwd = pool, future, cwd
+    def __init__(self, pid: int, read_end: int, cwd: Path):
+        self._pid, self._read_end, self._cwd = pid, read_end, cwd
         self._tags: dict[str, tuple[str, ...]] | None = None
 
     def _got(self) -> dict[str, tuple[str, ...]]:
         if self._tags is None:
+            with open(self._read_end, "rb", closefd=False) as received:
+                sent = received.read()
+            self.close()
             try:
-                self._tags = self._future.result()
+                self._tags = pickle.loads(sent)
             except Exception:  # noqa: BLE001 - the reader died (killed, out of memory): read them here
                 self._tags = _case_tags(self._cwd)
-            self._pool.shutdown(wait=False)
         return self._tags
+
+    def close(self) -> None:
+        """Its pipe closed and the reader reaped (if never read: its write fails and it ends)."""
+        if self._read_end >= 0:
+            os.close(self._read_end)
+            self._read_end = -1
+            with contextlib.suppress(ChildProcessError):  # (reaped already: a caller that reaps every child)
+                os.waitpid(self._pid, 0)
 
     def __getitem__(self, case: str) -> tuple[str, ...]:
         return self._got()[case]

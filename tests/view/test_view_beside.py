@@ -5,6 +5,7 @@ took; it never outlives the command, nor a command that is killed."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import signal
@@ -168,6 +169,32 @@ def test_a_helper_ends_with_a_killed_command(store_dir: Path, tmp_path: Path) ->
     os.kill(helper, signal.SIGCONT)
     # No order comes (its pipe at EOF), or no one hears its answer (EPIPE): it ends, no page written.
     _until(lambda: not _alive(helper), "the helper's end", seconds=30)
+    assert not out.exists()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the helper and the tags' reader are forked on Linux only")
+def test_no_process_a_killed_command_forked_outlives_it(store_dir: Path, tmp_path: Path) -> None:
+    # Its helper and the reader of its cases' tags (cli/view_cmd.py), which waited for more work for ever on a pipe
+    # it held both ends of when the command was killed (session 71: found left by this module's runs).
+    out = tmp_path / "view.html"
+    proc, helper = _view(store_dir, out)
+    forked: list[int] = []
+
+    def both() -> bool:
+        forked[:] = _children(proc.pid)
+        return len(forked) >= 2 or proc.poll() is not None
+
+    _until(both, "the tags' reader")
+    assert helper in forked and len(forked) == 2, forked
+    proc.kill()
+    proc.wait()
+    os.kill(helper, signal.SIGCONT)
+    try:
+        _until(lambda: not any(_alive(pid) for pid in forked), "the forked processes' end", seconds=30)
+    finally:
+        for pid in forked:  # (a failure here leaves none of them behind)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
     assert not out.exists()
 
 

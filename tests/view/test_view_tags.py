@@ -3,8 +3,8 @@ tags as loading the workspace in full, and the same fields as the loader whereve
 
 from __future__ import annotations
 
-from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+import os
+import pickle
 from pathlib import Path
 
 import pytest
@@ -145,10 +145,15 @@ def test_the_page_has_the_tags_a_forked_reader_found(tmp_path: Path, env: dict[s
     assert expected and summary_of(out.read_text(encoding="utf-8"))["tags"] == expected
 
 
-def test_tags_whose_reader_died_are_read_here(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sent", [b"", pickle.dumps({"alpha": ("other",)})[:-3]], ids=["nothing", "cut short"])
+def test_tags_whose_reader_died_are_read_here(tmp_path: Path, sent: bytes) -> None:
     ws = standard(tmp_path / "ws")
-    died: Future[dict[str, tuple[str, ...]]] = Future()
-    died.set_exception(BrokenProcessPool("killed"))
-    with ThreadPoolExecutor(1) as pool:
-        tags = _TagsLater(pool, died, ws.root)
-        assert dict(tags) == case_tags(ws.root) and tags["alpha"] == ("smoke",)
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # (a reader killed, or out of memory, before or while it sends)
+        os.write(write_end, sent)
+        os._exit(9)
+    os.close(write_end)
+    tags = _TagsLater(pid, read_end, ws.root)
+    assert dict(tags) == case_tags(ws.root) and tags["alpha"] == ("smoke",)
+    assert not Path(f"/proc/{pid}").exists()  # (reaped, its pipe closed)
