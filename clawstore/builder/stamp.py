@@ -113,7 +113,7 @@ def code_files(package: Path) -> list[Path]:
 
 def _code_parts(package: str) -> list[tuple[str, ...]]:
     """code_files' paths as their parts below `package`, in the order Paths sort in (by parts). By os.walk and
-    strs, not Path.rglob and Paths: a third of the CPU, and every stamp written or checked reads them."""
+    strs, not Path.rglob and Paths: a third of the CPU, in every command that writes or checks a stamp."""
     found: list[tuple[str, ...]] = []
     for directory, subdirectories, names in os.walk(package):
         subdirectories[:] = [name for name in subdirectories if name != "__pycache__"]

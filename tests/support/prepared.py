@@ -3,7 +3,8 @@ added) and the queries that read what it left: the same commands through the sam
 the ~0.3 s start of a child process each. The call a test is about stays a real `claw` process
 (tests/config/workspace_builder.py `claw`).
 
-Run as `claw` runs there: in the workspace's directory, without the caller's CLAW_STORE (the workspace's own store).
+Run as `claw` runs there: in the workspace's directory, without the caller's CLAW_STORE (the workspace's own store),
+or with it (`run_here`: the workspaces of tests/support/claw.py name their store by it).
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ from tests.hostile.attack import Outcome
 from tests.support.workspace import SECRET
 
 
-def claw_here(*args: str, cwd: Path) -> tuple[int, str, str]:
-    """`claw ARGS` in this process, in `cwd`: its exit code, stdout and stderr."""
+def claw_here(*args: str, cwd: Path, keep_store: bool = False) -> tuple[int, str, str]:
+    """`claw ARGS` in this process, in `cwd` (CLAW_STORE unset unless `keep_store`): exit code, stdout, stderr."""
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(cwd)
-        patch.delenv("CLAW_STORE", raising=False)
+        if not keep_store:
+            patch.delenv("CLAW_STORE", raising=False)
         result = CliRunner().invoke(main, list(args), catch_exceptions=False)
     return result.exit_code, result.stdout, result.stderr
 
@@ -37,9 +39,5 @@ def ok_here(*args: str, cwd: Path) -> str:
 
 def run_here(cwd: Path, *args: str) -> Outcome:
     """`claw ARGS` in this process as tests/hostile/attack.py's `run_claw` runs it in a child: in `cwd`, the
-    environment as it is (CLAW_STORE kept: tests/support/claw.py's workspaces keep their store beside the workspace,
-    named by it); its exit code, stdout and stderr."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.chdir(cwd)
-        result = CliRunner().invoke(main, list(args), catch_exceptions=False)
-    return Outcome(result.exit_code, result.stdout, result.stderr)
+    environment as it is (CLAW_STORE kept); its exit code, stdout and stderr."""
+    return Outcome(*claw_here(*args, cwd=cwd, keep_store=True))
