@@ -64,7 +64,6 @@ def killed_build(claw: Claw, relay: Relay, until: Callable[[], bool], after_s: f
         build_process.send_signal(signal.SIGKILL)
         build_process.wait()
     relay.release.set()  # (a held answer has nobody left to go to)
-    relay.settle()  # (the killed build's last request, still at the server, recorded before the rebuild counts)
 
 
 def kill_when_answered(relay: Relay, answers: int) -> Callable[[], bool]:
@@ -84,7 +83,9 @@ def rebuild_asks_nothing_recorded(claw: Claw, relay: Relay) -> list[tuple[str, s
     code, out, err = claw("status", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev")
     [note] = [line for line in err.splitlines() if KILLED in line] or [err]
     assert code == 0 and "spent an unknown amount" in note and "0.000000" not in note, (code, out, err)
-    kept, before = recorded(), len(relay.chats())  # (status adopted what the killed build made durable)
+    kept = recorded()  # (status adopted what the killed build made durable)
+    relay.settle()  # the killed build's last request, still at the server, is the killed build's: not counted below
+    before = len(relay.chats())
     relay.faults.clear()
     relay.on_reply = None
     code, report = build(claw)
