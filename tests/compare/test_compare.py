@@ -212,3 +212,11 @@ def test_more_samples_than_a_million_are_refused_at_once(ws: Workspace, claw: Cl
     # Each case's samples are held in memory: 10**12 of them would exhaust it before saying anything.
     code, _, err = claw("compare", "x", "y", "--samples", str(10**12))
     assert code == 2 and "--samples" in err and "1000000" in err, err
+
+
+@pytest.mark.parametrize("option, value", [("--confidence", "nan"), ("--margin", "nan"), ("--margin", "inf")])
+def test_a_confidence_or_margin_that_is_no_finite_number_is_refused(builds: Builds, option: str, value: str) -> None:
+    """`nan` passes click's FloatRange: as --confidence it was a traceback (ValueError in the bootstrap's interval),
+    as --margin a gate that never failed, whatever B lost (exit 0); so was --margin inf (session 72)."""
+    code, out, err = builds.claw("compare", builds.seed1, builds.worse, "--fail-on-regression", option, value)
+    assert code == 2 and f"Invalid value for '{option}'" in err and "finite" in err and out == "", (code, err)
