@@ -9,8 +9,10 @@ empty directories round-trip.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import posixpath
+import shutil
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -191,21 +193,44 @@ def checkout(store: ObjectStore, oid: str, dest: Path | str, allow_external_link
         if entry.object is not None and not store.has(entry.object):
             raise StoreError(f"tree {oid}: entry {entry.path} names missing object {entry.object}")
     target_dir = Path(dest)
+    made: Path | None = None  # the outermost directory the checkout made (None: `dest` was there, empty)
     if target_dir.exists():
         if not target_dir.is_dir() or any(target_dir.iterdir()):
             raise UsageError(f"cannot check out into {target_dir}: not an empty directory")
     else:
+        made = target_dir.absolute()
+        while not made.parent.exists():
+            made = made.parent
         target_dir.mkdir(parents=True)
-    for entry in entries:
-        place = target_dir / entry.path
-        if entry.type == "dir":
-            place.mkdir(parents=True, exist_ok=True)
-        elif entry.type == "symlink":
-            place.parent.mkdir(parents=True, exist_ok=True)
-            os.symlink(entry.target, place)  # type: ignore[arg-type]
-        else:
-            place.parent.mkdir(parents=True, exist_ok=True)
-            _write_file(store, oid, entry, place)
+    try:
+        for entry in entries:
+            place = target_dir / entry.path
+            if entry.type == "dir":
+                place.mkdir(parents=True, exist_ok=True)
+            elif entry.type == "symlink":
+                place.parent.mkdir(parents=True, exist_ok=True)
+                os.symlink(entry.target, place)  # type: ignore[arg-type]
+            else:
+                place.parent.mkdir(parents=True, exist_ok=True)
+                _write_file(store, oid, entry, place)
+    except BaseException:  # a full disk, a damaged object, Ctrl-C: no half checkout (the retry needs DIR empty)
+        _undo_checkout(target_dir, made)
+        raise
+
+
+def _undo_checkout(target_dir: Path, made: Path | None) -> None:
+    """Remove what a failed checkout wrote: the directories it made, or else what it put into the empty `target_dir`
+    (links removed as links, never followed)."""
+    if made is not None:
+        shutil.rmtree(made, ignore_errors=True)
+        return
+    with contextlib.suppress(OSError):
+        for child in target_dir.iterdir():
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    child.unlink()
 
 
 def _write_file(store: ObjectStore, tree: str, entry: TreeEntry, place: Path) -> None:

@@ -63,11 +63,11 @@ def signing_key() -> Ed25519PrivateKey:
         fresh = Ed25519PrivateKey.generate().private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption())
         tmp = directory / f".{PRIVATE_FILE}.{temp_name()}"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(base64.b64encode(fresh) + b"\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        try:
+        try:  # (the write inside: a full disk left the temp file, with part of a private key, before session 72)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(base64.b64encode(fresh) + b"\n")
+                fh.flush()
+                os.fsync(fh.fileno())
             os.link(tmp, path)
         except FileExistsError:
             pass

@@ -1,0 +1,80 @@
+"""What session 72's attack on the commands' error paths found (every command fed wrong input, a full disk and a
+reader that leaves): each case one line and its exit code, nothing left half-written."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.prepared import claw_here
+from tests.support.tmpfs import mounted_tmpfs
+
+
+def _with_stdout_closed(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`claw ARGS` writing into a pipe whose reader is gone (`claw ls-tree ID | head -1`)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        return subprocess.run([sys.executable, "-m", "clawstore.cli", *args], cwd=cwd, stdout=write_end,
+                              stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write_end)
+
+
+def _files(folder: Path, count: int, size: int) -> Path:
+    folder.mkdir()
+    for number in range(count):
+        (folder / f"f{number}").write_bytes(os.urandom(size))
+    return folder
+
+
+def test_the_store_plumbing_into_a_reader_that_left_ends_quietly(tmp_path: Path) -> None:
+    # They said "claw: error: Broken pipe", exit 2 (cli/store_access.os_errors took it for a bad path), where every
+    # other command ends as `git log | head` does: exit 141, nothing said (docs/building.md, Exit codes).
+    store = str(tmp_path / "store")
+    files = _files(tmp_path / "files", 3, 10)
+    code, out, err = claw_here("put", str(files), "--store", store, cwd=tmp_path)
+    assert code == 0, err
+    tree = out.split()[0]
+    for args in (("ls-tree", tree), ("put", *map(str, files.iterdir())), ("store", "stats")):
+        done = _with_stdout_closed(tmp_path, *args, "--store", store)
+        assert (done.returncode, done.stderr) == (141, ""), (args, done.returncode, done.stderr)
+
+
+@pytest.fixture
+def full_disk(tmp_path: Path) -> Path:
+    """A 512 KiB tmpfs, nearly full."""
+    with mounted_tmpfs(tmp_path / "mnt", "512k") as mount:
+        (mount / "filler").write_bytes(b"\0" * 400_000)
+        yield mount
+
+
+def test_a_checkout_onto_a_full_disk_is_a_disk_error_and_leaves_nothing(tmp_path: Path, full_disk: Path) -> None:
+    # It was exit 2 (bad usage) and left DIR half written, which the retry then refused as not empty.
+    store = str(tmp_path / "store")
+    code, out, err = claw_here("put", str(_files(tmp_path / "files", 3, 100_000)), "--store", store, cwd=tmp_path)
+    assert code == 0, err
+    tree = out.strip()
+    (full_disk / "empty").mkdir()
+    for dest in (full_disk / "new" / "deeper", full_disk / "empty"):
+        code, _, err = claw_here("checkout", tree, str(dest), "--store", store, cwd=tmp_path)
+        assert code == 3 and err.count("\n") == 1 and "No space left on device" in err, (dest, code, err)
+    assert sorted(p.name for p in full_disk.iterdir()) == ["empty", "filler"]  # new/ made by it: removed
+    assert list((full_disk / "empty").iterdir()) == []  # there before it, empty: emptied again
+    (full_disk / "filler").unlink()  # room again: the same checkout succeeds into the same DIR
+    code, _, err = claw_here("checkout", tree, str(full_disk / "empty"), "--store", store, cwd=tmp_path)
+    assert code == 0 and len(list((full_disk / "empty").iterdir())) == 3, err
+
+
+def test_a_signing_key_the_full_disk_refuses_leaves_no_part_of_it(tmp_path: Path, full_disk: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # Its temp file, with part of the private key in it, was left in $XDG_CONFIG_HOME/claw/ at each try.
+    (full_disk / "filler").write_bytes(b"\0" * (512 * 1024))  # (the filler cut short: the disk is full)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(full_disk / "config"))
+    code, out, err = claw_here("key", "show", cwd=tmp_path)
+    assert code == 3 and out == "" and "No space left on device" in err, (code, err)
+    assert os.listdir(full_disk / "config" / "claw") == []
