@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import signal
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -240,6 +244,44 @@ def run_query(store_root: Path, sql: str, params: Mapping[str, str] | None = Non
     return _with_views(store_root, sql, collect, params, store, confined, None)
 
 
+@contextlib.contextmanager
+def _interruptible(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """Ctrl-C (or SIGTERM) stops the statement `con` runs. Python's handler runs only between bytecodes, and DuckDB
+    looks at Python's signals itself only now and then: `claw query` of a long aggregate went on after Ctrl-C (a
+    whole minute and more, until killed) or ended in a `RuntimeError: Query interrupted` traceback, exit 1 (before
+    session 72). Here the signal's byte on Python's wakeup descriptor wakes a thread that interrupts the
+    connection; the statement then fails with InterruptException. Only on the main thread, where Python's
+    handlers run; elsewhere (a caller's thread) nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    try:
+        previous = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+    except ValueError:  # (not the main interpreter)
+        os.close(read_end)
+        os.close(write_end)
+        yield
+        return
+    stopping = {signal.SIGINT.value, signal.SIGTERM.value}
+
+    def watch() -> None:
+        while data := os.read(read_end, 64):  # (b"": the statement is over, the write end closed)
+            if stopping.intersection(data):
+                con.interrupt()
+
+    watcher = threading.Thread(target=watch, name="claw-query-interrupt", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        signal.set_wakeup_fd(previous)
+        os.close(write_end)
+        watcher.join()
+        os.close(read_end)
+
+
 def _with_views(store_root: Path, sql: str, work: Callable[[duckdb.DuckDBPyConnection, list[QueryRows]], T],
                 params: Mapping[str, str] | None, store: StoreReader | Callable[[], StoreReader] | None,
                 confined: bool, writable: Path | None) -> T:
@@ -267,7 +309,14 @@ def _with_views(store_root: Path, sql: str, work: Callable[[duckdb.DuckDBPyConne
                 con.execute(f"SET VARIABLE \"{name}\" = ?", [value]).fetchall()
             if confined:
                 _confine(con, writable)
-            return work(con, handed)
+            with _interruptible(con):
+                return work(con, handed)
+        except duckdb.InterruptException:
+            raise KeyboardInterrupt from None  # (Ctrl-C or SIGTERM: `claw: interrupted`, exit 130)
+        except RuntimeError as exc:  # DuckDB's own look at Python's signals: it took the KeyboardInterrupt
+            if "interrupted" in str(exc).lower():
+                raise KeyboardInterrupt from None
+            raise
         except duckdb.Error as exc:
             retry = attempt < _RETRIES and not any(rows.started for rows in handed)
             if retry and _is_missing_manifest_file(exc, manifest):
