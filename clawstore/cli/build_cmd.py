@@ -55,7 +55,7 @@ def build(suite: str, run_profile: str, evaluation_profile: str | None, cases: t
 
     project = campaign_project(suite, run_profile, evaluation_profile, cases, models, store_dir, reads_only=dry_run)
     if dry_run:
-        planned = project.dry_run(force, output != "json", remote is not None)  # (the JSON plan lists every node)
+        planned = project.dry_run(force, output != "json", remote)  # (the JSON plan lists every node)
         if not isinstance(planned, Inspection):
             click.echo(f"0 node(s) would execute (nothing), {planned.nodes} fresh ({planned.campaign_id})")
             return

@@ -260,12 +260,17 @@ class Project:
         nodes += 0 if by_case is None else by_case.fresh_nodes
         return Inspection(campaign.campaign_id, states, never_built_message(self.store, campaign.campaign_id), nodes)
 
-    def dry_run(self, force: bool, from_stamp: bool, remote: bool = False) -> stamping.Fresh | Inspection:
+    def dry_run(self, force: bool, from_stamp: bool, remote: str | None = None) -> stamping.Fresh | Inspection:
         """`build --dry-run`: what would execute (`from_stamp`: a matching stamp answers, all fresh; else the
-        JSON's plan, which lists every node)."""
+        JSON's plan, which lists every node). `remote`: the build's --remote, refused as the build refuses it (a
+        mistyped name, a file where its folder would be), nothing fetched."""
         from clawstore.host.machine_settings import check_build_settings
 
-        check_build_settings(remote=remote)
+        check_build_settings(remote=remote is not None)
+        if remote is not None:  # (it passed unread: the dry run said what would execute, the build then exit 2)
+            from clawstore.remote.config import resolve_remote
+
+            resolve_remote(self.campaign.root, remote)
         found = None if force or not from_stamp else self.fresh()
         if found is not None:
             return found

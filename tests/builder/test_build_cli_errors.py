@@ -102,3 +102,14 @@ def test_a_base_url_that_is_no_url_is_refused_before_anything_is_sent(ws: Worksp
         f"claw: error: $OPENROUTER_BASE_URL '{written}': must be an http(s) URL such as http://127.0.0.1:8000/v1"]
     assert not list((Path(os.environ["CLAW_STORE"]) / "builds").glob("*.json"))
     assert standin.requests == []
+
+
+@pytest.mark.parametrize("remote", ["nope", "a-file"])
+def test_a_dry_run_refuses_the_remote_the_build_would_refuse(ws: Workspace, claw: Claw, remote: str) -> None:
+    # --remote was not read by a dry run: a mistyped name, or a file where the remote's folder would be, said what
+    # would execute (exit 0) where the build itself then stopped with exit 2 (session 72).
+    (ws.root / "a-file").write_text("not a remote\n")
+    dry = claw.build("--dry-run", "--remote", remote)
+    built = claw.build("--remote", remote)
+    assert dry[0] == built[0] == 2, (dry, built)
+    assert dry[2] == built[2] and dry[2].count("\n") == 1 and remote in dry[2], (dry, built)
