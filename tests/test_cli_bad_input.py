@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.claw import Claw, claw, env, ws  # noqa: F401
 from tests.support.prepared import claw_here
 from tests.support.tmpfs import mounted_tmpfs
 
@@ -78,3 +79,17 @@ def test_a_signing_key_the_full_disk_refuses_leaves_no_part_of_it(tmp_path: Path
     code, out, err = claw_here("key", "show", cwd=tmp_path)
     assert code == 3 and out == "" and "No space left on device" in err, (code, err)
     assert os.listdir(full_disk / "config" / "claw") == []
+
+
+
+def test_a_parquet_file_the_full_disk_refuses_is_said_as_any_other_format(claw: Claw,  # noqa: F811
+                                                                           full_disk: Path) -> None:
+    # Its one line was DuckDB's JSON (`query failed: IO Error: Async write failed for range [offset=0, size=27]:
+    # {"exception_type":"IO",...,"errno":"28"}`), where a .csv's is `--out FILE: No space left on device`.
+    assert claw("put", __file__)[0] == 0  # (a store)
+    (full_disk / "filler").write_bytes(b"\0" * (512 * 1024))  # (the filler cut short: the disk is full)
+    big = "select range, repeat('x', 100) as text from range(100000)"
+    for name in ("out.csv", "out.parquet"):
+        code, _, err = claw("query", "-o", str(full_disk / name), big)
+        assert (code, err) == (2, f"claw: error: --out {full_disk / name}: No space left on device\n"), (name, err)
+        assert sorted(p.name for p in full_disk.iterdir()) == ["filler"]  # (nor DuckDB's tmp_out.parquet)

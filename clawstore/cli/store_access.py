@@ -16,7 +16,7 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 
 # The disk's errors, wherever they happen (a checkout's files, a put's store): exit 3, never bad usage
-DISK_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, errno.EFBIG}
+DISK_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS}
 
 
 def os_errors(command: _F) -> _F:

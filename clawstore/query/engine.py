@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import duckdb
 
 from clawstore.errors import StoreError, UsageError
+from clawstore.errors import one_line as single_line
 from clawstore.query import answers
 from clawstore.query.manifest import check_duckdb_can_open, manifest_dir
 from clawstore.query.objects import create_objects_view
@@ -30,6 +31,7 @@ T = TypeVar("T")
 _RETRIES = 4  # a compaction may delete files under a running query: retry with a fresh snapshot
 _OBJECTS_RE = re.compile(r"\bobjects\b", re.IGNORECASE)
 _PARAM_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_ERRNO_RE = re.compile(r'"errno":\s*"(\d+)"')  # (in the JSON of DuckDB's IO errors)
 # Statements about the catalog itself: run as they are (materialising them would list the result
 # table among the tables), with every view present, `objects` included.
 _CATALOG_RE = re.compile(r"^\s*(show|describe|summarize)\b", re.IGNORECASE)
@@ -162,6 +164,11 @@ def _export(con: duckdb.DuckDBPyConnection, sql: str, parquet_out: Path) -> int:
             .fetchall()
     except duckdb.ParserException:
         raise UsageError("--out needs the last statement to be a query (SELECT ...)") from None
+    except duckdb.IOException as exc:  # the file --out names: said as the other formats say it, not DuckDB's JSON
+        failed = _ERRNO_RE.search(str(exc))
+        if failed is None or str(parquet_out) not in str(exc):
+            raise
+        raise UsageError(f"--out {single_line(str(parquet_out))}: {os.strerror(int(failed.group(1)))}") from None
     return int(count)
 
 
