@@ -93,3 +93,11 @@ def test_a_parquet_file_the_full_disk_refuses_is_said_as_any_other_format(claw: 
         code, _, err = claw("query", "-o", str(full_disk / name), big)
         assert (code, err) == (2, f"claw: error: --out {full_disk / name}: No space left on device\n"), (name, err)
         assert sorted(p.name for p in full_disk.iterdir()) == ["filler"]  # (nor DuckDB's tmp_out.parquet)
+
+
+def test_batch_status_of_a_store_that_is_not_there_makes_none(claw: Claw, env: dict[str, str]) -> None:  # noqa: F811
+    # `claw batch status --store /mistyped` made an empty store there (exit 0), where `claw status` makes none.
+    for command in (("status",), ("batch", "status")):
+        code, out, err = claw(*command, "--suite", "main", "--run-profile", "rp")
+        assert code == 0 and "Traceback" not in err, (command, code, err)
+        assert not Path(env["CLAW_STORE"]).exists(), command

@@ -55,7 +55,10 @@ def _when(epoch: float | None) -> str:
 def status(suite: str, run_profile: str, evaluation_profile: str | None, cases: tuple[str, ...],
            models: tuple[str, ...], store_dir: Path | None, wait: bool, output: str) -> None:
     """Poll the campaign's batches, record every finished line, list what is still pending."""
-    collected = campaign_project(suite, run_profile, evaluation_profile, cases, models, store_dir).collect(wait)
+    # (reads_only: no store there is read as an empty one, never made — a mistyped --store made one, exit 0, as `claw
+    # status` never did; one that is there is written as before: the finished lines are recorded)
+    collected = campaign_project(suite, run_profile, evaluation_profile, cases, models, store_dir,
+                                 reads_only=True).collect(wait)
     rows = _rows([d for d in collected.batches if d.campaign_id == collected.campaign_id])
     header = {"campaign": collected.campaign_id, "recorded": collected.recorded,
               "pending": sum(r["pending"] for r in rows)}
