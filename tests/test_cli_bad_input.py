@@ -101,3 +101,12 @@ def test_batch_status_of_a_store_that_is_not_there_makes_none(claw: Claw, env: d
         code, out, err = claw(*command, "--suite", "main", "--run-profile", "rp")
         assert code == 0 and "Traceback" not in err, (command, code, err)
         assert not Path(env["CLAW_STORE"]).exists(), command
+
+
+def test_a_demo_the_full_disk_refuses_says_it_in_a_short_line(tmp_path: Path, full_disk: Path) -> None:
+    # Its line was shutil.Error's list, every file's (source, target, error) as a repr, cut at 2,000 characters.
+    (full_disk / "filler").write_bytes(b"\0" * (512 * 1024))  # (the filler cut short: the disk is full)
+    code, _, err = claw_here("demo", "--dir", str(full_disk / "demo"), cwd=tmp_path)
+    assert code == 3 and err.count("\n") == 1 and len(err) < 300, (code, err)
+    assert err.startswith(f"claw: error: cannot write the demo's configs into {full_disk / 'demo'}: ")
+    assert err.endswith(": No space left on device\n"), err

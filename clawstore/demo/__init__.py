@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from clawstore.errors import ClawError, UsageError
+from clawstore.errors import ClawError, StoreError, UsageError
 
 CAMPAIGN = ("--suite", "llm_probe_smoke", "--run-profile", "standard", "--evaluation-profile", "default_judge")
 EDITED_CASE = "configs/cases/arithmetic_plain/test.yaml"
@@ -86,7 +86,12 @@ def run_demo(workdir: Path | None, keep: bool, echo: Callable[[str], None]) -> N
     workspace = (workdir or Path(tempfile.mkdtemp(prefix="claw-demo-"))).absolute()
     workspace.mkdir(parents=True, exist_ok=True)
     try:
-        shutil.copytree(examples.EXAMPLE_CONFIGS, workspace / "configs")
+        try:
+            shutil.copytree(examples.EXAMPLE_CONFIGS, workspace / "configs")
+        except shutil.Error as exc:  # (its text: every file's error in a list, 2,000 characters on a full disk)
+            _source, target, why = exc.args[0][0]
+            raise StoreError(f"cannot write the demo's configs into {workspace}: {target}: "
+                             f"{why.split(': ', 1)[0].split('] ', 1)[-1]}") from None
         with StandIn() as server:
             script_simulated_provider(server)
             port, base_url = server.port, server.base_url
