@@ -110,3 +110,15 @@ def test_a_demo_the_full_disk_refuses_says_it_in_a_short_line(tmp_path: Path, fu
     assert code == 3 and err.count("\n") == 1 and len(err) < 300, (code, err)
     assert err.startswith(f"claw: error: cannot write the demo's configs into {full_disk / 'demo'}: ")
     assert err.endswith(": No space left on device\n"), err
+
+
+def test_a_view_the_full_disk_refuses_leaves_no_folder_of_details(claw: Claw, full_disk: Path) -> None:  # noqa: F811
+    # Its folder of run details (`view.html.d/`) stayed without the page; one that was there before stays.
+    assert claw.build()[0] == 0
+    (full_disk / "filler").write_bytes(b"\0" * (512 * 1024))  # (the filler cut short: the disk is full)
+    code, _, err = claw("view", "--suite", "main", "--run-profile", "rp", "-o", str(full_disk / "view.html"))
+    assert (code, err) == (2, f"claw: error: --out {full_disk / 'view.html'}: No space left on device\n")
+    assert sorted(p.name for p in full_disk.iterdir()) == ["filler"]
+    (full_disk / "view.html.d").mkdir()  # (an earlier view's folder: kept)
+    assert claw("view", "--suite", "main", "--run-profile", "rp", "-o", str(full_disk / "view.html"))[0] == 2
+    assert sorted(p.name for p in full_disk.iterdir()) == ["filler", "view.html.d"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
+import shutil
 import sys
 import webbrowser
 from collections.abc import Iterator, Mapping
@@ -122,10 +123,16 @@ def view_command(suite: str, run_profile: str, evaluation_profile: str | None, a
 
     # First: forked before the tag reader's pool and the store start a thread.
     helper = DetailsBeside(fork=process_end.is_program())
+    made: list[Path] = []  # the details folder, when this command makes it
+    written_whole = False
     try:
-        written, path = _view(suite, run_profile, evaluation_profile, against, out, store_dir, helper)
+        written, path = _view(suite, run_profile, evaluation_profile, against, out, store_dir, helper, made)
+        written_whole = True
     finally:
-        helper.close()
+        helper.close()  # (first: the helper writes no shard after)
+        if not written_whole:  # a full disk, Ctrl-C: no folder of shards without its page (before session 72, left)
+            for folder in made:
+                shutil.rmtree(folder, ignore_errors=True)
     click.echo(f"wrote {path} ({size_text(written.page_bytes)}, {written.runs} runs; their details in "
                f"{details_dir(path)}/, {size_text(written.detail_bytes)})", err=True)
     if open_page and not webbrowser.open(path.absolute().as_uri()):
@@ -134,8 +141,9 @@ def view_command(suite: str, run_profile: str, evaluation_profile: str | None, a
 
 
 def _view(suite: str, run_profile: str, evaluation_profile: str | None, against: str | None, out: Path | None,
-          store_dir: Path | None, helper: DetailsBeside) -> tuple[Written, Path]:
-    """The page and its details written (`helper` making its share of the shards); where."""
+          store_dir: Path | None, helper: DetailsBeside, made: list[Path]) -> tuple[Written, Path]:
+    """The page and its details written (`helper` making its share of the shards); where. The details folder is
+    added to `made` when it is not there yet."""
     from clawstore.builder.cyclic_gc import collector_paused
     from clawstore.cli.report_cmd import _indexed
     from clawstore.config.names import campaign_ids
@@ -143,6 +151,7 @@ def _view(suite: str, run_profile: str, evaluation_profile: str | None, against:
     from clawstore.report.data import _head_ref
     from clawstore.report.view_beside import write_view
     from clawstore.report.view_data import collect
+    from clawstore.report.view_page import details_dir
     from clawstore.store import Store
     from clawstore.store.services.migrate import open_layout
 
@@ -169,6 +178,8 @@ def _view(suite: str, run_profile: str, evaluation_profile: str | None, against:
         data = collect(store, campaigns, tags, manifest)
         if out is None:
             path.parent.mkdir(parents=True, exist_ok=True)
+        if not os.path.lexists(details_dir(path)):
+            made.append(details_dir(path))
         return write_view(store, data, title, path, helper), path
 
 
