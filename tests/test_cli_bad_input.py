@@ -122,3 +122,10 @@ def test_a_view_the_full_disk_refuses_leaves_no_folder_of_details(claw: Claw, fu
     (full_disk / "view.html.d").mkdir()  # (an earlier view's folder: kept)
     assert claw("view", "--suite", "main", "--run-profile", "rp", "-o", str(full_disk / "view.html"))[0] == 2
     assert sorted(p.name for p in full_disk.iterdir()) == ["filler", "view.html.d"]
+
+
+def test_a_demo_dir_that_is_not_utf8_is_refused_before_it_builds(tmp_path: Path) -> None:
+    # It built for seconds, then its `claw query` step failed (DuckDB opens UTF-8 paths only): exit 1.
+    code, _, err = claw_here("demo", "--dir", os.fsdecode(bytes(tmp_path) + b"/caf\xe9"), cwd=tmp_path)
+    assert code == 2 and err.startswith("claw: error: --dir: not UTF-8 text") and err.count("\n") == 1, err
+    assert list(tmp_path.iterdir()) == []

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from clawstore.errors import ClawError, StoreError, UsageError
+from clawstore.errors import ClawError, StoreError, UsageError, utf8_argument
 
 CAMPAIGN = ("--suite", "llm_probe_smoke", "--run-profile", "standard", "--evaluation-profile", "default_judge")
 EDITED_CASE = "configs/cases/arithmetic_plain/test.yaml"
@@ -81,6 +81,9 @@ def run_demo(workdir: Path | None, keep: bool, echo: Callable[[str], None]) -> N
                         f"shipped ({shown}; the list: {examples.LISTING.name}); claw demo runs them as "
                         "shipped: restore them (git checkout clawstore/demo/configs, or reinstall claw) and "
                         "edit a workspace's own configs/ instead")
+    if workdir is not None:  # (it built for seconds, then its query step failed: exit 1, before session 72)
+        utf8_argument(str(workdir.absolute()), "--dir", "; the demo's `claw query` step opens the store with DuckDB, "
+                      "which takes UTF-8 paths only")
     if workdir is not None and workdir.exists() and any(workdir.iterdir()):
         raise UsageError(f"--dir {workdir}: not an empty directory")  # (bad usage: exit 2, it was 1)
     workspace = (workdir or Path(tempfile.mkdtemp(prefix="claw-demo-"))).absolute()
