@@ -111,7 +111,10 @@ def save_remote(workspace: Path, remote: Remote | None, name: str) -> str | None
 
 def _save_remote(path: Path, remote: Remote | None, name: str) -> str | None:
     data = _read(path)
-    entries = dict(data.get("remotes") or {})
+    found = data.get("remotes") or {}
+    if not isinstance(found, dict):  # (`remotes: 5` was a TypeError's traceback; a list's too)
+        raise ConfigError("expected a mapping of name: {url, endpoint_url}", path=str(path), field="remotes")
+    entries = dict(found)
     if remote is None:
         if name not in entries:
             raise UsageError(f"no remote named {name!r} in {path}")

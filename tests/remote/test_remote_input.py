@@ -216,3 +216,15 @@ def test_an_s3_prefix_with_dot_segments_is_refused(ws: Workspace, url: str) -> N
                                             "holding it literally: write the prefix meant")
     assert claw("remote", "add", "team", url, cwd=ws.root).returncode == 2
     assert not (ws.root / "claw.yaml").exists()
+
+
+@pytest.mark.parametrize("remotes", ["5", "[a, b]", "text"])
+@pytest.mark.parametrize("command", [("remote", "add", "r2", "/tmp/r2"), ("remote", "remove", "r1")])
+def test_a_workspace_file_whose_remotes_are_no_mapping_is_one_line(ws: Workspace, remotes: str,
+                                                                   command: tuple[str, ...]) -> None:
+    # `remote add` and `remote remove` read it with dict(): a TypeError's (or ValueError's) traceback (session 72),
+    # where `remote list` and `push` said the file and the field.
+    (ws.root / "claw.yaml").write_text(f"remotes: {remotes}\n")
+    expected = f"{ws.root / 'claw.yaml'}: remotes: expected a mapping of name: {{url, endpoint_url}}"
+    refused(claw(*command, cwd=ws.root), expected)
+    assert (ws.root / "claw.yaml").read_text() == f"remotes: {remotes}\n"
