@@ -3,6 +3,7 @@ reader that leaves): each case one line and its exit code, nothing left half-wri
 
 from __future__ import annotations
 
+import base64
 import os
 import subprocess
 import sys
@@ -129,3 +130,15 @@ def test_a_demo_dir_that_is_not_utf8_is_refused_before_it_builds(tmp_path: Path)
     code, _, err = claw_here("demo", "--dir", os.fsdecode(bytes(tmp_path) + b"/caf\xe9"), cwd=tmp_path)
     assert code == 2 and err.startswith("claw: error: --dir: not UTF-8 text") and err.count("\n") == 1, err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_trust_list_that_is_not_utf8_is_one_line_naming_it(tmp_path: Path, own_config_dir: Path) -> None:
+    # `claw trust list|add|remove`, `archive import` and `pull` read it: a UnicodeDecodeError's traceback.
+    listed = own_config_dir / "claw" / "trusted_keys"
+    listed.parent.mkdir(parents=True)
+    listed.write_bytes(b"\xff\xfe")
+    key = "claw-ed25519:" + base64.b64encode(bytes(32)).decode()
+    for args in (("trust", "list"), ("trust", "add", key), ("trust", "remove", key)):
+        code, _, err = claw_here(*args, cwd=tmp_path)
+        assert code == 2 and err.startswith(f"claw: error: {listed}: not UTF-8 text (byte 1)"), (args, err)
+        assert err.count("\n") == 1 and listed.read_bytes() == b"\xff\xfe"

@@ -88,10 +88,20 @@ def trusted() -> set[str]:
     """Every key the user trusts: their own and those in the trust list."""
     path = config_dir() / TRUST_FILE
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = _trust_text(path).splitlines()
     except FileNotFoundError:
         lines = []
     return {line.strip() for line in lines if line.strip()} | {own_public()}
+
+
+def _trust_text(path: Path) -> str:
+    """The trust list's text; one that is not UTF-8 is one line naming it (a UnicodeDecodeError's traceback of
+    `claw trust`, `archive import` and `pull` before session 72)."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path}: not UTF-8 text (byte {exc.start + 1}); it lists trusted keys, one a line "
+                         "(claw trust add writes it)") from None
 
 
 @contextlib.contextmanager
@@ -104,7 +114,7 @@ def _trust_list() -> Iterator[set[str]]:
     try:
         fcntl.flock(lock, fcntl.LOCK_EX)
         path = directory / TRUST_FILE
-        listed = set(path.read_text(encoding="utf-8").split()) if path.exists() else set()
+        listed = set(_trust_text(path).split()) if path.exists() else set()
         before = set(listed)
         yield listed
         if listed != before:
