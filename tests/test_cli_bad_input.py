@@ -142,3 +142,13 @@ def test_a_trust_list_that_is_not_utf8_is_one_line_naming_it(tmp_path: Path, own
         code, _, err = claw_here(*args, cwd=tmp_path)
         assert code == 2 and err.startswith(f"claw: error: {listed}: not UTF-8 text (byte 1)"), (args, err)
         assert err.count("\n") == 1 and listed.read_bytes() == b"\xff\xfe"
+
+
+def test_cat_into_a_closed_stdout_is_one_line(tmp_path: Path) -> None:
+    # `claw cat ID >&-`: click's "Was not able to determine binary stream for sys.stdout." in a traceback, exit 1.
+    store = str(tmp_path / "store")
+    code, out, err = claw_here("put", __file__, "--store", store, cwd=tmp_path)
+    assert code == 0, err
+    done = subprocess.run([sys.executable, "-m", "clawstore.cli", "cat", out.strip(), "--store", store], cwd=tmp_path,
+                          stderr=subprocess.PIPE, text=True, timeout=120, preexec_fn=lambda: os.close(1))
+    assert (done.returncode, done.stderr) == (2, "claw: error: stdout is closed: nowhere to write the object's bytes\n")

@@ -11,6 +11,7 @@ import click
 
 from clawstore.cli.common import store_option
 from clawstore.cli.store_access import existing_object, open_store_of, os_errors
+from clawstore.errors import UsageError
 from clawstore.store.core.codec import CHUNK
 
 _VERIFY_FIRST_MAX = 64 << 20  # cat buffers (verified) objects up to this size; larger ones: two passes
@@ -24,6 +25,8 @@ def cat_cmd(oid: str, store_dir: Path | None) -> None:
     """Write an object's bytes to stdout, verified before they are written."""
     store = open_store_of(store_dir)
     existing_object(store, oid)
+    if sys.stdout is None:  # (`claw cat ID >&-`: click's RuntimeError, a traceback, before session 72)
+        raise UsageError("stdout is closed: nowhere to write the object's bytes")
     out = click.get_binary_stream("stdout")
     logical, _ = store.object_sizes(oid)
     try:
