@@ -152,3 +152,13 @@ def test_cat_into_a_closed_stdout_is_one_line(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "clawstore.cli", "cat", out.strip(), "--store", store], cwd=tmp_path,
                           stderr=subprocess.PIPE, text=True, timeout=120, preexec_fn=lambda: os.close(1))
     assert (done.returncode, done.stderr) == (2, "claw: error: stdout is closed: nowhere to write the object's bytes\n")
+
+
+def test_an_archive_the_full_disk_refuses_is_named(claw: Claw, full_disk: Path) -> None:  # noqa: F811
+    # It said `claw: error: No space left on device`: the store's disk or the archive's? (exit 3 either way)
+    assert claw.build()[0] == 0
+    (full_disk / "filler").write_bytes(b"\0" * (512 * 1024))  # (the filler cut short: the disk is full)
+    out = full_disk / "a.claw"
+    code, _, err = claw("archive", "export", "--suite", "main", "--run-profile", "rp", "-o", str(out))
+    assert (code, err) == (3, f"claw: error: {out}: No space left on device\n")
+    assert sorted(p.name for p in full_disk.iterdir()) == ["filler"]

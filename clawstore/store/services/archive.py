@@ -3,6 +3,7 @@ reading them (importing: archive_import.py). Layout: docs/gc-and-archives.md (Ar
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import tempfile
@@ -131,16 +132,17 @@ def write_archive(store: Store, out: Path, manifest: dict[str, Any],
     remove_stale_temp_files(store)  # (a killed export's temp file beside its output, among others)
     store.tmp_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryFile(dir=store.tmp_dir) as message:  # (unnamed: nothing left if this process is killed)
-        message.write(signature.MESSAGE_PREFIX)
-        cut = _write_manifest_json(message, fields, digests, sizes)  # where the signature goes
-        message.flush()
+        with _naming(store.tmp_dir):
+            message.write(signature.MESSAGE_PREFIX)
+            cut = _write_manifest_json(message, fields, digests, sizes)  # where the signature goes
+            message.flush()
         with mmap.mmap(message.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
             sig = signature.signature_over(mapped)
         start = len(signature.MESSAGE_PREFIX)
         field = canonical_json(signature.FIELD) + b":" + canonical_json(sig)
         end = message.seek(0, os.SEEK_END)
         inserted = field + b"," if cut < end - 1 else b"," + field  # (before the next key, or last before the `}`)
-        with atomic_file(out, registry=store.tmp_dir) as fh:  # found by gc and fsck if this process is killed
+        with _naming(out), atomic_file(out, registry=store.tmp_dir) as fh:  # (found by gc and fsck if killed)
             writer = _HashingWriter(fh)
             body_size = end - start + len(inserted)
             writer.write(header(MANIFEST, body_size))
@@ -167,6 +169,18 @@ def write_archive(store: Store, out: Path, manifest: dict[str, Any],
                                        campaign=fields.get("campaign") or {}, configs=fields.get("configs"),
                                        version=VERSION)
     return ArchiveSummary(out, PREFIX + writer.hexdigest(), writer.size, summary_manifest, count, sum(sizes))
+
+
+@contextlib.contextmanager
+def _naming(path: Path) -> Iterator[None]:
+    """An OSError of a write that names no file (a full disk: `claw: error: No space left on device`, which of the
+    store's disk and the archive's?) names `path`."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is None and exc.errno is not None:
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
+        raise
 
 
 def signature_field() -> str:
