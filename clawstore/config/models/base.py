@@ -10,6 +10,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 from pydantic_core import PydanticCustomError
 
+from clawstore.config.error_text import got_text, unquoted_hint
 from clawstore.config.ids import ID_PATTERN
 from clawstore.errors import quoted
 from clawstore.values.costs import PRICE_KEYS
@@ -81,6 +82,15 @@ def _check_prices(raw: Any, name: str, fields: tuple[str, ...]) -> None:
             raise fail(f"unknown field {quoted(key)} (allowed: {', '.join(fields)})", f"{name}.{key}")
         if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= MAX_PRICE_PER_MILLION:
             raise fail(f"expected a number from 0 to {MAX_PRICE_PER_MILLION:,}, got {quoted(value)}", f"{name}.{key}")
+
+
+def check_text_fields(extras: dict[str, Any], names: tuple[str, ...]) -> None:
+    """Extra fields clawstore reads as a model's name are text (or null): a number or a list was passed over without
+    a word, so another model (the `model_id`, the `judge_id`) was called and paid for."""
+    for name in names:
+        value = extras.get(name)
+        if value is not None and not isinstance(value, str):
+            raise fail(f"expected a string, got {got_text(value)}{unquoted_hint(value)}", name)
 
 
 def check_endpoint(extras: dict[str, Any]) -> None:
