@@ -10,7 +10,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 from pydantic_core import PydanticCustomError
 
-from clawstore.config.error_text import got_text, unquoted_hint
+from clawstore.config.error_text import got_text, number_text_hint, unquoted_hint
 from clawstore.config.ids import ID_PATTERN
 from clawstore.errors import quoted
 from clawstore.values.costs import PRICE_KEYS
@@ -81,7 +81,8 @@ def _check_prices(raw: Any, name: str, fields: tuple[str, ...]) -> None:
         if key not in fields:
             raise fail(f"unknown field {quoted(key)} (allowed: {', '.join(fields)})", f"{name}.{key}")
         if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= MAX_PRICE_PER_MILLION:
-            raise fail(f"expected a number from 0 to {MAX_PRICE_PER_MILLION:,}, got {quoted(value)}", f"{name}.{key}")
+            raise fail(f"expected a number from 0 to {MAX_PRICE_PER_MILLION:,}, got {quoted(value)}"
+                       f"{number_text_hint(value)}", f"{name}.{key}")
 
 
 def check_text_fields(extras: dict[str, Any], names: tuple[str, ...]) -> None:
