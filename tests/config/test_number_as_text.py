@@ -34,7 +34,8 @@ def test_an_exponent_yaml_reads_as_text_is_explained(ws: Workspace, claw: Claw, 
     elif field.startswith("execution_policy"):
         doc = doc.replace("  max_concurrency: 2\n", f"  max_concurrency: {text}\n")
     else:
-        doc = doc.replace("  requested_model: vendor/m1\n", f"  requested_model: vendor/m1\n  pricing: {{input: {text}}}\n")
+        model = "  requested_model: vendor/m1\n"
+        doc = doc.replace(model, f"{model}  pricing: {{input: {text}}}\n")
     assert text in doc
     path.write_text(doc, encoding="utf-8")
     code, out, err = claw("validate")

@@ -165,6 +165,14 @@ def _normalize_tags(value: Any) -> Any:
     return sorted({tag.strip() for tag in value if tag.strip()})
 
 
+def _trim_tags(value: Any) -> Any:
+    """A selection's tag filters trimmed as a case's tags are, so a tag written alike on both sides matches."""
+    value = none_to_list(value)
+    if isinstance(value, list) and all(isinstance(tag, str) for tag in value):
+        return [tag.strip() for tag in value]
+    return value  # let the list[str] validator name the bad element
+
+
 SchemaVersion = Annotated[int, BeforeValidator(_check_schema_version)]
 # An optional section written with nothing under it (`case_selection:` with its keys commented out: YAML null) is the
 # section left out, as an empty list or free map is; a required one (`input:`, `runner:`) stays an error.
@@ -172,9 +180,10 @@ NULL_IS_EMPTY = BeforeValidator(_none_to_dict)
 FreeMap = Annotated[dict[str, Any], BeforeValidator(_none_to_dict)]
 Tags = Annotated[list[str], BeforeValidator(_normalize_tags)]
 StrList = Annotated[list[str], BeforeValidator(none_to_list)]
+TagFilter = Annotated[list[str], BeforeValidator(_trim_tags)]
 IdList = Annotated[list[Id], BeforeValidator(none_to_list)]
 
 __all__ = [
     "NULL_IS_EMPTY", "Field", "FreeMap", "Id", "IdList", "NonEmptyStr", "OpenModel", "SchemaVersion", "StrList",
-    "StrictModel", "Tags", "fail", "reject_credential_urls", "reject_secrets",
+    "StrictModel", "TagFilter", "Tags", "fail", "reject_credential_urls", "reject_secrets",
 ]

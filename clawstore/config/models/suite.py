@@ -14,6 +14,7 @@ from clawstore.config.models.base import (
     SchemaVersion,
     StrictModel,
     StrList,
+    TagFilter,
     check_endpoint,
     check_pricing,
     check_text_fields,
@@ -54,8 +55,8 @@ class ModelConfig(OpenModel):
 class CaseSelection(StrictModel):
     include_case_ids: StrList = Field(default_factory=list)
     exclude_case_ids: StrList = Field(default_factory=list)
-    include_tags: StrList = Field(default_factory=list)
-    exclude_tags: StrList = Field(default_factory=list)
+    include_tags: TagFilter = Field(default_factory=list)
+    exclude_tags: TagFilter = Field(default_factory=list)
 
 
 class AgentAssignment(StrictModel):
