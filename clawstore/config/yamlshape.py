@@ -76,6 +76,9 @@ def _walk_events(text: str, loader: type) -> None:
             if event.anchor is not None:
                 sizes[event.anchor] = 1
         elif isinstance(event, yaml.AliasEvent):
+            if any(anchor == event.anchor for _, anchor in stack):  # (`&m {self: *m}`: a value containing itself)
+                raise ShapeProblem(_located(f"the alias *{event.anchor} refers to a collection that contains it (a "
+                                            "value without end)", event.start_mark))
             size = sizes.get(event.anchor, 1)
             expanded += size
             if expanded > MAX_ALIAS_NODES:
