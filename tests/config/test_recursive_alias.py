@@ -51,3 +51,24 @@ def test_aliases_to_finished_collections_still_load() -> None:
         "a": {"x": 1}, "b": {"y": {"x": 1}}, "c": [{"x": 1}, {"x": 1}]}
     with pytest.raises(YamlProblem, match="contains it"):
         parse_yaml_text("a: &a [1]\nb: &b [2, {c: [*a, *b]}]\n")
+
+
+def test_aliases_that_expand_to_too_much_text_are_refused(ws: Workspace, claw: Claw) -> None:
+    """Few nodes, much text: a 100 KB scalar aliased 200 times is 20 MB once expanded (the same 4 MiB file could hold
+    a 3.5 MB one aliased 100,000 times: 350 GB). Before session 72 it validated, and `claw plan` held every copy
+    (1.5 GB of memory for 5,000 copies of 100 KB, growing with them)."""
+    path = ws.configs / "cases/alpha/test.yaml"
+    path.write_text(path.read_text(encoding="utf-8") + "metadata:\n  big: &b " + "x" * 100_000 + "\n  copies: ["
+                    + ", ".join(["*b"] * 200) + "]\n", encoding="utf-8")
+    code, out, err = claw("validate")
+    assert code == 2, out + err
+    lines = [line for line in (out + err).splitlines() if line.startswith("configs/")]
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("configs/cases/alpha/test.yaml: invalid YAML: aliases expand to more than 16 MiB of "
+                               "text"), lines
+    assert ", column " in lines[0], lines
+
+
+def test_a_long_text_aliased_a_few_times_loads() -> None:
+    text = "a: &a " + "x" * 10_000 + "\nb: [" + ", ".join(["*a"] * 50) + "]\n"
+    assert len(parse_yaml_text(text)["b"]) == 50
