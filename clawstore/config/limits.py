@@ -7,6 +7,7 @@ or the provider budget before claw has said a word about it.
 from __future__ import annotations
 
 MAX_CONFIG_BYTES = 4 * 1024 * 1024  # a config YAML file or a message `source:` file
+MAX_SOURCE_TOTAL_BYTES = 32 * 1024 * 1024  # the source files one case's messages (or turns) name, summed
 MAX_NESTING_DEPTH = 100  # mappings and lists inside each other, in one file
 MAX_ALIAS_NODES = 100_000  # nodes that `*alias` references expand to, summed over one file
 MAX_ALIAS_TEXT = 16 * 1024 * 1024  # characters of text (scalars) those aliases expand to, summed over one file
