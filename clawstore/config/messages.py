@@ -175,12 +175,15 @@ def attachment_message(attachment: Attachment) -> ResolvedMessage:
 
 
 def inject_attachments(messages: list[ResolvedMessage], attachments: list[Attachment]) -> list[ResolvedMessage]:
-    """Attachments become user messages right after the leading system messages, in list order."""
+    """Attachments become user messages just before the first user message (the config reference), in list order;
+    without a user message, right after the leading system messages."""
     if not attachments:
         return list(messages)
-    cut = 0
-    while cut < len(messages) and messages[cut].role == "system":
-        cut += 1
+    cut = next((index for index, message in enumerate(messages) if message.role == "user"), None)
+    if cut is None:
+        cut = 0
+        while cut < len(messages) and messages[cut].role == "system":
+            cut += 1
     return [*messages[:cut], *(attachment_message(a) for a in attachments), *messages[cut:]]
 
 
