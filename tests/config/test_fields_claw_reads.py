@@ -95,3 +95,31 @@ def test_model_names_as_text_or_null_validate(ws: Workspace, claw: Claw, tmp_pat
                                              doc["models"][1].update({"openrouter_model": "vendor/other"})))
     code, out, err = claw("validate")
     assert code == 0, out + err
+
+
+@pytest.mark.parametrize(("where", "key", "value", "says"), [
+    ("request_options", "temperature", "hot", "expected a number from 0 to 2"),
+    ("", "temperature", "hot", "expected a number from 0 to 2"),
+    ("request_options", "temperature", 2.5, "expected a number from 0 to 2"),
+    ("request_options", "top_p", 1.5, "expected a number from 0 to 1"),
+    ("", "max_tokens", 0, "expected an integer from 1"),
+    ("request_options", "seed", 1.5, "expected an integer or null"),
+])
+def test_a_judges_request_settings_are_checked(ws: Workspace, claw: Claw, where: str, key: str, value: Any,
+                                               says: str) -> None:
+    """The request settings the runner settings share (temperature, top_p, max_tokens, seed) follow their rules in a
+    judge's request too: llama.cpp's server answers a `temperature: "hot"` with a 500, so every judgement failed, after
+    the runs it judges were paid for."""
+    eval_profile(ws, repetitions=1)
+    ws.edit("evaluation_profiles/ev.yaml", lambda doc: (doc["judges"][0].setdefault(where, {}) if where else
+                                                        doc["judges"][0]).update({key: value}))
+    _one_error(claw, EVAL, f"judges[0].{where + '.' if where else ''}{key}", says)
+
+
+def test_a_judges_request_settings_in_range_validate(ws: Workspace, claw: Claw) -> None:
+    eval_profile(ws, repetitions=1)
+    ws.edit("evaluation_profiles/ev.yaml", lambda doc: doc["judges"][0].update(
+        {"max_tokens": 2048, "request_options": {"temperature": 0.0, "top_p": 1, "seed": None,
+                                                 "reasoning": {"effort": "none"}}}))
+    code, out, err = claw("validate")
+    assert code == 0, out + err

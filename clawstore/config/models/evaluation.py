@@ -26,6 +26,8 @@ from clawstore.config.models.base import (
 from clawstore.config.models.runner_settings import SETTING_RULES
 from clawstore.values.judge_options import JUDGE_OWN_FIELDS, RESERVED_REQUEST_KEYS
 
+REQUEST_SETTINGS = ("temperature", "top_p", "max_tokens", "seed")
+
 
 class JudgeConfig(OpenModel):
     """A judge. `request_options` and every extra field clawstore does not read itself go to the provider request."""
@@ -47,6 +49,11 @@ class JudgeConfig(OpenModel):
         for key in ("timeout_seconds", "retries"):
             if self.extras.get(key) is not None and (problem := SETTING_RULES[key](self.extras[key])):
                 raise fail(problem, key)
+        # (request settings the runner settings share, as the provider reads them: a wrong type failed every judgement)
+        for where, prefix in ((self.extras, ""), (self.request_options, "request_options.")):
+            for key in REQUEST_SETTINGS:
+                if key in where and (problem := SETTING_RULES[key](where[key])):
+                    raise fail(problem, prefix + key)
         reject_credential_urls(self.extras, hint)
         reject_credential_urls(self.request_options, hint, "request_options.")
         # (refused here, not only at the judgement, which came after the runs were paid for: each an error, exit 1)
