@@ -181,6 +181,12 @@ def _load_case(ws: Workspace, path: Path, cases: str | None = None) -> CaseEntry
     problems += found
     sourced_turns, found = expand_sources(directory, case.input.turns, "input.turns", ws.root_real, warnings)
     problems += found
+    sent = sum(1 for m in case.input.messages if m.source is None) + sum(map(len, sourced_messages.values()))
+    if case.runner.type == "llm_probe" and not problems and not sent and not case.input.attachments:
+        # (every run of it ended `invalid`, "the case has no input messages", after validation said OK)
+        problems.append(("input.messages", "an llm_probe case has nothing to send: give it input.messages (or "
+                                           "attachments)" + (" (input.turns are OpenClaw's)" if case.input.turns
+                                                             else "")))
     if case.input.turns and case.runner.type == "llm_probe":  # (valid: the reference calls turns OpenClaw-only)
         warnings.append(("input.turns", "only the openclaw runner sends turns: llm_probe sends input.messages alone "
                                         "(the turns still count in each run's key)"))
