@@ -102,14 +102,16 @@ def test_model_names_as_text_or_null_validate(ws: Workspace, claw: Claw, tmp_pat
     ("", "temperature", "hot", "expected a number from 0 to 2"),
     ("request_options", "temperature", 2.5, "expected a number from 0 to 2"),
     ("request_options", "top_p", 1.5, "expected a number from 0 to 1"),
+    ("", "top_p", "x", "expected a number from 0 to 1"),
     ("", "max_tokens", 0, "expected an integer from 1"),
     ("request_options", "seed", 1.5, "expected an integer or null"),
 ])
 def test_a_judges_request_settings_are_checked(ws: Workspace, claw: Claw, where: str, key: str, value: Any,
                                                says: str) -> None:
     """The request settings the runner settings share (temperature, top_p, max_tokens, seed) follow their rules in a
-    judge's request too: llama.cpp's server answers a `temperature: "hot"` with a 500, so every judgement failed, after
-    the runs it judges were paid for."""
+    judge's request too: a `temperature` that is no number was replaced by 0.0 without a word, and a wrong `top_p`,
+    `max_tokens` or `seed` was sent as written (llama.cpp's server answers a string there with a 500), so every
+    judgement failed, after the runs it judges were paid for."""
     eval_profile(ws, repetitions=1)
     ws.edit("evaluation_profiles/ev.yaml", lambda doc: (doc["judges"][0].setdefault(where, {}) if where else
                                                         doc["judges"][0]).update({key: value}))
@@ -121,5 +123,25 @@ def test_a_judges_request_settings_in_range_validate(ws: Workspace, claw: Claw) 
     ws.edit("evaluation_profiles/ev.yaml", lambda doc: doc["judges"][0].update(
         {"max_tokens": 2048, "request_options": {"temperature": 0.0, "top_p": 1, "seed": None,
                                                  "reasoning": {"effort": "none"}}}))
+    code, out, err = claw("validate")
+    assert code == 0, out + err
+
+
+@pytest.mark.parametrize("where", ["request_options", ""])
+def test_a_judge_that_would_stream_is_refused(ws: Workspace, claw: Claw, standin: StandIn, where: str) -> None:
+    """claw reads a judge's reply whole: with `stream: true` the provider streamed every judgement (made, and paid
+    for) and claw could read none ("malformed reply"), retrying each; a build now asks nothing."""
+    eval_profile(ws, repetitions=1)
+    ws.edit("evaluation_profiles/ev.yaml", lambda doc: (doc["judges"][0].setdefault(where, {}) if where else
+                                                        doc["judges"][0]).update({"stream": True}))
+    _one_error(claw, EVAL, f"judges[0].{where + '.' if where else ''}stream", "claw reads the judge's reply whole")
+    code, out, err = claw.build("--evaluation-profile", "ev")
+    assert code == 2, out + err
+    assert standin.requests == []
+
+
+def test_a_judge_that_does_not_stream_validates(ws: Workspace, claw: Claw) -> None:
+    eval_profile(ws, repetitions=1)
+    ws.edit("evaluation_profiles/ev.yaml", lambda doc: doc["judges"][0].update({"request_options": {"stream": False}}))
     code, out, err = claw("validate")
     assert code == 0, out + err

@@ -49,11 +49,15 @@ class JudgeConfig(OpenModel):
         for key in ("timeout_seconds", "retries"):
             if self.extras.get(key) is not None and (problem := SETTING_RULES[key](self.extras[key])):
                 raise fail(problem, key)
-        # (request settings the runner settings share, as the provider reads them: a wrong type failed every judgement)
+        # (request settings the runner settings share, as the provider reads them: a wrong one failed every judgement,
+        # or, a temperature, became 0.0 without a word)
         for where, prefix in ((self.extras, ""), (self.request_options, "request_options.")):
             for key in REQUEST_SETTINGS:
                 if key in where and (problem := SETTING_RULES[key](where[key])):
                     raise fail(problem, prefix + key)
+            if where.get("stream") not in (None, False):  # (each judgement streamed, paid for, then unreadable)
+                raise fail(f"claw reads the judge's reply whole: stream must be false or left out, got "
+                           f"{got_text(where['stream'])}", prefix + "stream")
         reject_credential_urls(self.extras, hint)
         reject_credential_urls(self.request_options, hint, "request_options.")
         # (refused here, not only at the judgement, which came after the runs were paid for: each an error, exit 1)
