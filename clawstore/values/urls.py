@@ -63,6 +63,26 @@ def _credential(match: re.Match[str] | None) -> str | None:
     return None
 
 
+def secrets_in_url(text: str) -> list[str]:
+    """The credentials `text` carries when it is a URL (a proxy's or a database's, passed in an environment): its
+    userinfo's password (or token alone before the `@`), the userinfo whole, and the value of each query or fragment
+    parameter named as a credential, each as written and percent-decoded. Empty for any other text."""
+    match = _PARTS.match(text.translate(_DROPPED).strip())
+    if match is None or _credential(match) is None:
+        return []
+    found: list[str] = []
+    if match["head"] and "@" in match["authority"]:
+        userinfo = match["authority"].rpartition("@")[0]
+        user, colon, password = userinfo.partition(":")
+        found += [userinfo, password if colon else user]
+    for part in (match["query"], match["frag"]):
+        for piece in _SEPARATOR.split(part[1:])[::2] if part else []:
+            name, eq, value = piece.partition("=")
+            if eq and _is_secret_name(unquote_plus(name)):
+                found.append(value)
+    return list(dict.fromkeys(form for value in found if value for form in (value, unquote_plus(value))))
+
+
 def shown_url(text: str) -> str:
     """`text` as claw shows it: a userinfo, and the value of a query parameter named as a credential, masked (a URL
     stored before session 62 may hold one; nothing shows it)."""

@@ -20,6 +20,7 @@ from clawstore.host import bounded_output
 from clawstore.host.run_limits import MAX_OUTPUT_BYTES
 from clawstore.host.scratch import remove_tree
 from clawstore.runners.openclaw.config import CONTAINER_KEY_ENV
+from clawstore.values.urls import secrets_in_url
 
 LABEL = "clawstore.openclaw"
 MOUNT_POINT = "/work"
@@ -146,8 +147,10 @@ def container_env(api_key_env: str | None, extra_names: Sequence[str] = (),
 
 
 def secret_values(env: Mapping[str, str]) -> list[str]:
-    """Values that must never be stored: the key and anything named like a secret."""
+    """Values that must never be stored: the key, anything named like a secret, and the credential a URL carries
+    (a proxy's `http://user:password@proxy:3128`, an allowed `DATABASE_URL`'s), whatever its variable's name."""
     values = {v for k, v in env.items() if (k == CONTAINER_KEY_ENV or _SECRET_NAME.search(k)) and len(v) >= 4}
+    values.update(part for v in env.values() for part in secrets_in_url(v) if len(part) >= 4)
     return sorted(values, key=len, reverse=True)
 
 
