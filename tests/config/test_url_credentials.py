@@ -190,3 +190,41 @@ def test_a_url_in_prose_or_without_a_credential_is_accepted(ws: Workspace, claw:
         primary_params={"docs": "https://docs.example/token/v1?model=x", "note": "ask me@host.example"}))
     code, out, err = claw("validate")
     assert code == 0, (out, err)
+
+
+@pytest.mark.parametrize(("where", "field"), [
+    ("model", "primary_params.api_key"),
+    ("judge", "request_options.extra_headers.Authorization"),
+    ("agent", "apiKey"),
+])
+def test_a_credential_named_key_nested_anywhere_is_refused(ws: Workspace, claw: Claw, where: str, field: str) -> None:
+    """A key named as a credential was refused only at a model's, a judge's or its request options' top level:
+    nested one level down (OpenAI's SDK habit of `extra_headers`, OpenClaw's own `tools.web.search.apiKey`) it was
+    validated, hashed into every run's config and stored (and sent in the request body)."""
+    if where == "model":
+        ws.edit("suites/main.yaml", lambda d: d["models"][0].update(primary_params={"api_key": PASSWORD}))
+    elif where == "judge":
+        write_yaml(ws.configs / "evaluation_profiles" / "ev.yaml", {
+            "schema_version": 1, "evaluation_profile_id": "ev", "title": "Eval",
+            "judge_system_prompt": "Judge the answer.",
+            "judges": [{"judge_id": "j1", "type": "llm_probe", "model": "vendor/judge",
+                        "request_options": {"extra_headers": {"Authorization": f"Bearer {PASSWORD}"}}}],
+            "judge_runs": [{"judge_run_id": "r1", "judge_id": "j1"}]})
+    else:
+        agent = ws.configs / "agents" / "a1"
+        (agent / "workspace").mkdir(parents=True)
+        write_yaml(agent / "agent.yaml", {"schema_version": 1, "agent_id": "a1", "title": "Agent", "openclaw": {
+            "agents_defaults": {"tools": {"web": {"search": {"apiKey": PASSWORD}}}}}})
+    _validate_refuses(claw, {"model": "main.yaml", "judge": "ev.yaml", "agent": "agent.yaml"}[where], field)
+
+
+def test_a_credential_named_key_holding_a_schema_or_an_environment_reference_is_accepted(
+        ws: Workspace, claw: Claw, standin: StandIn) -> None:
+    """What such a key may hold that is no secret: a JSON schema's property (a mapping), `${NAME}` (OpenClaw reads
+    the variable), nothing."""
+    ws.edit("suites/main.yaml", lambda d: d["models"][0].update(primary_params={
+        "response_format": {"type": "json_schema", "json_schema": {"name": "login", "schema": {
+            "type": "object", "properties": {"password": {"type": "string"}, "token": {"type": "string"}}}}},
+        "search": {"apiKey": "${BRAVE_API_KEY}", "token": ""}}))
+    code, out, err = claw("validate")
+    assert code == 0, (out, err)
