@@ -558,3 +558,21 @@ def test_a_proxy_password_passed_to_the_agent_is_never_stored(make_spec, fake_do
         assert blobs and not any(password.encode() in blob for blob in blobs), password
         assert password not in json.dumps(outcome.artifact)
     assert "leak.json" in outcome.artifact["runner_metadata"]["openclaw"]["metadata"]["redacted_files"]
+
+
+@pytest.mark.parametrize("step", ["validate", "turn"])
+def test_a_secret_across_the_kept_tail_of_a_failed_steps_output_leaves_no_part_of_it(
+        make_spec, fake_docker, store, tmp_path, step):
+    """A failed validation's output and a failed turn's stderr are kept by their last 2000 characters: the secrets
+    were redacted from that tail only, so one the cut crossed was no longer whole there and its end was stored (in
+    the run's error and its metadata)."""
+    tail = SECRET[len(SECRET) // 2:]
+    said = f"auth {SECRET}\n" + "y" * (2000 - len(tail) - 1)  # the last 2000 characters begin inside the secret
+    if step == "validate":
+        fake_docker.script(validate={"rc": 1, "stdout": said})
+    else:
+        fake_docker.script(turns=[{"rc": 1, "stderr": said}])
+    outcome = run_openclaw(make_spec(), store, tmp_path)
+    assert outcome.status in ("failed", "invalid"), outcome.status
+    assert tail not in json.dumps(outcome.artifact)
+    assert not any(tail.encode() in blob for blob in all_object_bytes(store))
