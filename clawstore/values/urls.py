@@ -66,7 +66,10 @@ def _credential(match: re.Match[str] | None) -> str | None:
 def secrets_in_url(text: str) -> list[str]:
     """The credentials `text` carries when it is a URL (a proxy's or a database's, passed in an environment): its
     userinfo's password (or token alone before the `@`), the userinfo whole, and the value of each query or fragment
-    parameter named as a credential, each as written and percent-decoded. Empty for any other text."""
+    parameter named as a credential, each as written and percent-decoded. Empty for any other text (and for a URL
+    without `//`: `mailto:alice@example.org` names a mailbox, no password)."""
+    if "//" not in text:
+        return []
     match = _PARTS.match(text.translate(_DROPPED).strip())
     if match is None or _credential(match) is None:
         return []

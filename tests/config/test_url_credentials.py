@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from clawstore.testing.standin import StandIn
-from clawstore.values.urls import credential_in_url, shown_url
+from clawstore.values.urls import credential_in_url, secrets_in_url, shown_url
 from tests.support.claw import Claw
 from tests.support.workspace import Workspace, write_yaml
 
@@ -228,3 +228,15 @@ def test_a_credential_named_key_holding_a_schema_or_an_environment_reference_is_
         "search": {"apiKey": "${BRAVE_API_KEY}", "token": ""}}))
     code, out, err = claw("validate")
     assert code == 0, (out, err)
+
+
+@pytest.mark.parametrize(("value", "secrets"), [
+    ("http://alice:Pr0xy%40pw@proxy.example:3128", ["alice:Pr0xy%40pw", "alice:Pr0xy@pw", "Pr0xy%40pw", "Pr0xy@pw"]),
+    ("https://ghp_TOKEN123@github.example/org/repo.git", ["ghp_TOKEN123"]),
+    ("https://search.example/q?x=1&api_key=abc12345", ["abc12345"]),
+    ("mailto:alice@example.org", []),  # a mailbox, no password
+    ("localhost,127.0.0.1,.internal", []),
+    ("https://api.example/v1?api-version=2024-06-01", []),
+])
+def test_the_secrets_a_url_carries_are_what_an_openclaw_run_redacts(value: str, secrets: list[str]) -> None:
+    assert secrets_in_url(value) == secrets
