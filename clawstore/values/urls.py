@@ -13,6 +13,17 @@ _SECRET_ENDINGS = ("_key", "apikey", "token", "secret", "password", "signature",
 _MASK = "***"
 
 
+# What an environment variable's name is (as a shell writes one): `api_key_env: sk-or-v1-…`, the key pasted where its
+# variable's name goes, is no name, and a message naming the variable would print the key.
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def is_env_name(text: str) -> bool:
+    """`text` (stripped) names an environment variable; empty is no name (a caller that takes it for "no key" asks
+    first)."""
+    return ENV_NAME.fullmatch(text.strip()) is not None
+
+
 def is_http_url(text: str) -> bool:
     """http(s) with a host and, if any, a port 0-65535: `localhost:8000/v1` (no scheme), `ftp://…`, `http://:8000/v1`
     (no host), `http://[::1` (an unclosed IPv6 bracket) or `http://host:99999/v1` cannot take a chat request (a port

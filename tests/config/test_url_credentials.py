@@ -240,3 +240,32 @@ def test_a_credential_named_key_holding_a_schema_or_an_environment_reference_is_
 ])
 def test_the_secrets_a_url_carries_are_what_an_openclaw_run_redacts(value: str, secrets: list[str]) -> None:
     assert secrets_in_url(value) == secrets
+
+
+PASTED_KEY = "sk-or-v1-" + "0123456789abcdef" * 4
+
+
+@pytest.mark.parametrize("where", ["model", "judge"])
+def test_a_key_pasted_as_api_key_env_is_refused_and_never_shown(ws: Workspace, claw: Claw, standin: StandIn,
+                                                               where: str) -> None:
+    """The key pasted where its variable's name goes (`api_key_env: sk-or-v1-…`, the easy slip) validated: the build
+    then printed it, in 'environment variable sk-or-v1-… is not set', to the terminal and the CI log, and the config
+    holding it was the campaign's to store and archive. A name is letters, digits and `_`, not starting with a digit."""
+    if where == "model":
+        ws.edit("suites/main.yaml", lambda d: d["models"][0].update(api_key_env=PASTED_KEY))
+        file, build = "main.yaml", ("build", "--suite", "main", "--run-profile", "rp")
+    else:
+        write_yaml(ws.configs / "evaluation_profiles" / "ev.yaml", {
+            "schema_version": 1, "evaluation_profile_id": "ev", "title": "Eval",
+            "judge_system_prompt": "Judge the answer.",
+            "judges": [{"judge_id": "j1", "type": "llm_probe", "model": "vendor/judge", "api_key_env": PASTED_KEY}],
+            "judge_runs": [{"judge_run_id": "r1", "judge_id": "j1"}]})
+        file, build = "ev.yaml", ("build", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev")
+    for args in (("validate",), build):
+        proc = claw.popen(*args)
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 2, (args, out, err)
+        line = _one_line(err) if args[0] == "build" else _the_error(out)
+        assert file in line and "api_key_env" in line and "name of an environment variable" in line, line
+        assert PASTED_KEY[:16] not in out + err
+    assert standin.requests == []

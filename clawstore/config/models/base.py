@@ -13,7 +13,7 @@ from pydantic_core import PydanticCustomError
 from clawstore.config.ids import ID_PATTERN
 from clawstore.errors import quoted
 from clawstore.values.costs import PRICE_KEYS
-from clawstore.values.urls import SECRET_KEYS, credential_in_url, is_http_url
+from clawstore.values.urls import SECRET_KEYS, credential_in_url, is_env_name, is_http_url
 
 
 def fail(message: str, field: str | None = None) -> PydanticCustomError:
@@ -111,6 +111,10 @@ def check_endpoint(extras: dict[str, Any]) -> None:
         raise fail(f"must be an http(s) URL such as http://127.0.0.1:8000/v1, got {quoted(base_url)}", "base_url")
     if key_env is not None and not isinstance(key_env, str):
         raise fail(f"must be the name of an environment variable, got {quoted(key_env)}", "api_key_env")
+    if isinstance(key_env, str) and key_env.strip() and not is_env_name(key_env):
+        # (never echoed: what is not a name is most often the key itself, pasted here)
+        raise fail("must be the name of an environment variable (letters, digits and _), not its value: put the key "
+                   "in a variable and name it here", "api_key_env")
 
 
 # defer_build: a model's validator is built when it first validates, not when its class is made, so a workspace with
