@@ -269,3 +269,21 @@ def test_a_key_pasted_as_api_key_env_is_refused_and_never_shown(ws: Workspace, c
         assert file in line and "api_key_env" in line and "name of an environment variable" in line, line
         assert PASTED_KEY[:16] not in out + err
     assert standin.requests == []
+
+
+def test_a_key_pasted_as_a_base_url_is_refused_and_never_shown(ws: Workspace, claw: Claw, standin: StandIn,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A refusal quotes the value it refuses (`got '…'`): a key pasted into a base URL, or into
+    $OPENROUTER_BASE_URL, was printed whole by `claw validate` and `claw build`. A value shaped like a key is quoted
+    masked."""
+    ws.edit("suites/main.yaml", lambda d: d["models"][0].update(base_url=PASTED_KEY))
+    proc = claw.popen("validate")
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2 and "base_url" in _the_error(out) and PASTED_KEY[:16] not in out + err, (out, err)
+    ws.edit("suites/main.yaml", lambda d: d["models"][0].pop("base_url"))
+    monkeypatch.setenv("OPENROUTER_BASE_URL", PASTED_KEY)
+    proc = claw.popen("build", "--suite", "main", "--run-profile", "rp")
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2 and "OPENROUTER_BASE_URL" in _one_line(err), (out, err)
+    assert PASTED_KEY[:16] not in out + err
+    assert standin.requests == []
