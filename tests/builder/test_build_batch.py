@@ -659,3 +659,19 @@ def test_a_run_batch_line_priced_from_declared_pricing_says_priced_not_reported(
         assert metrics.cost_usd == pytest.approx(expected) and expected > 0
         assert record.summary["batch"]["cost_source"] == metrics.cost_source == "priced", metrics
     assert out.rstrip().endswith("(4 of 4 priced)"), out
+
+
+def test_a_report_of_judgements_pending_in_a_batch_says_their_cost_is_not_in_it(scored: Workspace, claw: Claw,
+                                                                                standin: StandIn) -> None:
+    """Judgements submitted by batch and not yet collected are paid for once the batch ends, and no record holds them
+    yet: `claw report` and `claw view` showed their rows' EVAL_COST 0.00000 and the campaign's evaluation 0.00000,
+    saying nothing of them (nothing unknown is shown as 0: they say it is pending and left out)."""
+    standin.batch_settings(delay=60)
+    code, out, err = claw.build("--evaluation-profile", "ev", "--batch", "--output", "json")
+    assert code == 0 and json.loads(out)["pending_in_batches"] == 12, out + err
+    said = "claw: note: 12 request(s) of campaign main__rp__ev are pending in provider batches"
+    for args in (("report", "--no-chart"), ("report", "--no-chart", "--output", "json"), ("view", "--out", "v.html")):
+        code, out, err = claw(*args, "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev")
+        assert code == 0, err
+        assert said in err and "not in these figures" in err, (args, err)
+    assert judge_requests(standin) == 0  # (a report asks the provider nothing)
