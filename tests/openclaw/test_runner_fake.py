@@ -576,3 +576,15 @@ def test_a_secret_across_the_kept_tail_of_a_failed_steps_output_leaves_no_part_o
     assert outcome.status in ("failed", "invalid"), outcome.status
     assert tail not in json.dumps(outcome.artifact)
     assert not any(tail.encode() in blob for blob in all_object_bytes(store))
+
+
+def test_a_key_pasted_with_spaces_around_it_is_redacted_as_the_agent_uses_it(make_spec, fake_docker, store, tmp_path,
+                                                                            monkeypatch):
+    """A key exported with a space or tab around it (a copy and paste): claw's own requests send it stripped, and so
+    does any agent that reads it; the runner looked for it with its spaces, so the key an agent wrote was stored."""
+    monkeypatch.setenv(KEY_ENV, f" {SECRET}\t")
+    fake_docker.script(turns=[{"write": {"notes.md": f"key={SECRET}\n"}, "payload": payload(f"my key is {SECRET}")}])
+    outcome = run_openclaw(make_spec(), store, tmp_path)
+    assert outcome.status == "success", outcome.artifact["error"]
+    assert not any(SECRET.encode() in blob for blob in all_object_bytes(store))
+    assert SECRET not in json.dumps(outcome.artifact)
