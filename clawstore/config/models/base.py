@@ -14,7 +14,7 @@ from clawstore.config.error_text import got_text, number_text_hint, unquoted_hin
 from clawstore.config.ids import ID_PATTERN
 from clawstore.errors import quoted
 from clawstore.values.costs import PRICE_KEYS
-from clawstore.values.urls import SECRET_KEYS, credential_in_url, is_http_url
+from clawstore.values.urls import SECRET_KEYS, credential_in_url, is_env_name, is_http_url
 
 
 def fail(message: str, field: str | None = None) -> PydanticCustomError:
@@ -33,12 +33,28 @@ def reject_secrets(extras: dict[str, Any], hint: str, prefix: str = "") -> None:
 _WHOLE_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:[/\\]{1,2}\S+")
 
 
+# An environment reference (`${BRAVE_API_KEY}`, which OpenClaw substitutes when it reads its config): no secret.
+_ENV_REFERENCE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
+
+
+def _holds_secret(value: Any) -> bool:
+    """A value a secret-named key holds that would be a secret: text (but an environment reference) or a number."""
+    if isinstance(value, str):
+        return bool(value.strip()) and not _ENV_REFERENCE.fullmatch(value.strip())
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def reject_credential_urls(value: Any, hint: str, field: str = "") -> None:
     """A URL carrying a credential anywhere in a config's free part (a model's extras, a judge's request options, an
-    agent's openclaw block) is refused as a `base_url`'s is: the config is stored with every run."""
+    agent's openclaw block) is refused as a `base_url`'s is: the config is stored with every run. So is a key named
+    as a credential (SECRET_KEYS: `primary_params.api_key`, `request_options.extra_headers.Authorization`, an agent's
+    `tools.web.search.apiKey`) at any depth when it holds text or a number (a mapping under it, as a JSON schema's
+    `password` property, is no secret; nor is `${NAME}`, an environment reference)."""
     if isinstance(value, dict):
         for key, item in value.items():
             inner = f"{field}{key}" if not field or field.endswith(".") else f"{field}.{key}"
+            if str(key).lower() in SECRET_KEYS and _holds_secret(item):
+                raise fail(f"'{key}' looks like a credential; configs are stored, secrets must not be: {hint}", inner)
             reject_credential_urls(item, hint, inner)
     elif isinstance(value, list):
         for index, item in enumerate(value):
@@ -106,6 +122,10 @@ def check_endpoint(extras: dict[str, Any]) -> None:
         raise fail(f"must be an http(s) URL such as http://127.0.0.1:8000/v1, got {quoted(base_url)}", "base_url")
     if key_env is not None and not isinstance(key_env, str):
         raise fail(f"must be the name of an environment variable, got {quoted(key_env)}", "api_key_env")
+    if isinstance(key_env, str) and key_env.strip() and not is_env_name(key_env):
+        # (never echoed: what is not a name is most often the key itself, pasted here)
+        raise fail("must be the name of an environment variable (letters, digits and _), not its value: put the key "
+                   "in a variable and name it here", "api_key_env")
 
 
 # defer_build: a model's validator is built when it first validates, not when its class is made, so a workspace with
