@@ -18,6 +18,7 @@ from clawstore.values.tokens import TOKENS_UNKNOWN, UNKNOWN_WHEN_PART_IS, token_
 if TYPE_CHECKING:
     from clawstore.builder.api import NodeState
     from clawstore.project.front import Built
+    from clawstore.store import Store
 
 
 def node_label(node: Any) -> str:
@@ -32,6 +33,18 @@ def note(message: str | None) -> None:
     """A note on stderr (e.g. why the campaign has no head), when there is one."""
     if message is not None:
         click.echo(f"claw: note: {message}", err=True)
+
+
+def pending_note(store: Store, campaign_id: str) -> str | None:
+    """What a report or page of `campaign_id` leaves out: requests submitted in provider batches and not yet collected
+    (paid for once their batch ends, held by no record yet), from the store alone; None when there is none."""
+    from clawstore.builder import batch_doc
+
+    pending = sum(len(doc.covered) for doc in batch_doc.pending(store) if doc.campaign_id == campaign_id)
+    if not pending:
+        return None
+    return (f"{pending} request(s) of campaign {campaign_id} are pending in provider batches: their cost and scores "
+            "are not in these figures yet (`claw batch status` collects them)")
 
 
 def layer_counts(kinds: Counter[str]) -> str:

@@ -53,7 +53,7 @@ def _report(drawer: ChartBeside | None, suite: str, run_profile: str, evaluation
             cases: tuple[str, ...], models: tuple[str, ...], store_dir: Path | None, output: str,
             chart: Path | None) -> None:
     from clawstore.builder.cyclic_gc import collector_paused
-    from clawstore.cli.build_view import note
+    from clawstore.cli.build_view import note, pending_note
     from clawstore.config.names import campaign_ids
     from clawstore.report.data import build_report
     from clawstore.report.terminal import stdout_is_terminal
@@ -65,6 +65,7 @@ def _report(drawer: ChartBeside | None, suite: str, run_profile: str, evaluation
     store = open_existing(root)
     note(killed_note(store, ids.campaign_id))  # (before the head it shows, or its absence: it spent money too)
     require_built(store, ids.campaign_id, kept_apart_ok=True)  # shown, marked UNTRUSTED
+    note(pending_note(store, ids.campaign_id))  # (what its figures leave out: never read as 0 spent on them)
     # The report's rows and their parts are acyclic: the collector's passes over them (50,000 rows at 10,000 x 5)
     # cost a fifth of building them.
     with collector_paused():

@@ -145,6 +145,7 @@ def _view(suite: str, run_profile: str, evaluation_profile: str | None, against:
     """The page and its details written (`helper` making its share of the shards); where. The details folder is
     added to `made` when it is not there yet."""
     from clawstore.builder.cyclic_gc import collector_paused
+    from clawstore.cli.build_view import note, pending_note
     from clawstore.cli.report_cmd import _indexed
     from clawstore.config.names import campaign_ids
     from clawstore.errors import UsageError
@@ -176,6 +177,8 @@ def _view(suite: str, run_profile: str, evaluation_profile: str | None, against:
     # MB, again at every batch) cost more than reading the records.
     with collector_paused():
         data = collect(store, campaigns, tags, manifest)
+        for campaign in campaigns:  # (what its figures leave out: never read as 0 spent on them)
+            note(pending_note(store, campaign))
         if out is None:
             path.parent.mkdir(parents=True, exist_ok=True)
         if not os.path.lexists(details_dir(path)):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import types
 import typing
 from typing import TYPE_CHECKING, Any
@@ -75,6 +76,20 @@ def unquoted_hint(value: Any) -> str:
     return ""
 
 
+# A number in exponent form YAML 1.1 (the reference system's loader, and claw's) resolves as text: its floats need a
+# dot and a signed exponent (1.0e-1, 1.0e+3), so `1e-1`, `1e3` and `1.0e0` are strings.
+_EXPONENT = re.compile(r"[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+")
+_YAML11_FLOAT = re.compile(r"[-+]?(?:[0-9][0-9_]*\.[0-9_]*|\.[0-9_]+)[eE][-+][0-9]+")
+
+
+def number_text_hint(value: Any) -> str:
+    """Why a value that reads as a number is text where a number belongs (`temperature: 1e-1`)."""
+    if isinstance(value, str) and _EXPONENT.fullmatch(value) and not _YAML11_FLOAT.fullmatch(value):
+        return (f" (YAML 1.1 reads {value} as text: write the number without an exponent, or with a dot and a signed "
+                "exponent, as in 1.0e-1)")
+    return ""
+
+
 def describe(error: dict[str, Any], root: type[BaseModel]) -> tuple[str, str]:
     """(field path, message) for one pydantic error dict."""
     kind = error["type"]
@@ -106,9 +121,9 @@ def describe(error: dict[str, Any], root: type[BaseModel]) -> tuple[str, str]:
     if kind == "string_type":
         return field, f"expected a string, got {got_text(value)}{unquoted_hint(value)}"
     if kind in ("int_type", "int_from_float", "int_parsing"):
-        return field, f"expected an integer, got {got_text(value)}"
+        return field, f"expected an integer, got {got_text(value)}{number_text_hint(value)}"
     if kind in ("float_type", "float_parsing"):
-        return field, f"expected a number, got {got_text(value)}"
+        return field, f"expected a number, got {got_text(value)}{number_text_hint(value)}"
     if kind in ("bool_type", "bool_parsing"):
         return field, f"expected true or false, got {got_text(value)}"
     bounds = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<"}

@@ -27,4 +27,5 @@ STANDARD_AGENT_FILES: tuple[str, ...] = ("AGENTS.md", "IDENTITY.md", "SOUL.md", 
 
 
 def is_id(value: object) -> bool:
-    return isinstance(value, str) and ID_RE.match(value) is not None
+    # fullmatch: `$` alone also matches before a final newline ("m1\n" was an id)
+    return isinstance(value, str) and ID_RE.fullmatch(value) is not None

@@ -7,8 +7,10 @@ or the provider budget before claw has said a word about it.
 from __future__ import annotations
 
 MAX_CONFIG_BYTES = 4 * 1024 * 1024  # a config YAML file or a message `source:` file
+MAX_SOURCE_TOTAL_BYTES = 32 * 1024 * 1024  # the source files one case's messages (or turns) name, summed
 MAX_NESTING_DEPTH = 100  # mappings and lists inside each other, in one file
 MAX_ALIAS_NODES = 100_000  # nodes that `*alias` references expand to, summed over one file
+MAX_ALIAS_TEXT = 16 * 1024 * 1024  # characters of text (scalars) those aliases expand to, summed over one file
 INT_MIN, INT_MAX = -(2**63), 2**64 - 1  # any integer written in a config must fit in 64 bits
 MAX_INT_CHARS = 80  # longer integer literals are refused before Python converts them
 

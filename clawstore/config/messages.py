@@ -14,6 +14,7 @@ from typing import Any
 from clawstore.config.containment import escapes, not_a_file, outside_message
 from clawstore.config.error_text import yaml_type
 from clawstore.config.ids import MESSAGE_ROLES
+from clawstore.config.limits import MAX_SOURCE_TOTAL_BYTES
 from clawstore.config.models import Message
 from clawstore.config.yamlio import YamlProblem, parse_json_text, parse_yaml_text, read_text
 from clawstore.errors import quoted
@@ -121,9 +122,18 @@ def expand_sources(case_dir: Path, messages: list[Message], field: str, root_rea
     (field path, message) for each mapping without `content`."""
     expanded: dict[int, list[ResolvedMessage]] = {}
     problems: list[tuple[str, str]] = []
+    total = 0  # bytes of the source files named so far (a file named twice counts twice: each is held)
     for index, message in enumerate(messages):
         if message.source is None:
             continue
+        try:
+            total += os.stat(case_path(case_dir, message.source.path)).st_size
+        except OSError:
+            pass  # (expand_source says why)
+        if total > MAX_SOURCE_TOTAL_BYTES:
+            problems.append((f"{field}[{index}].source", f"the source files named in {field} add up to more than "
+                             f"{MAX_SOURCE_TOTAL_BYTES // 2**20} MiB (a file named many times counts each time)"))
+            break
         said: list[str] = []
         try:
             expanded[index] = expand_source(case_dir, message, root_real, said)
@@ -165,12 +175,15 @@ def attachment_message(attachment: Attachment) -> ResolvedMessage:
 
 
 def inject_attachments(messages: list[ResolvedMessage], attachments: list[Attachment]) -> list[ResolvedMessage]:
-    """Attachments become user messages right after the leading system messages, in list order."""
+    """Attachments become user messages just before the first user message (the config reference), in list order;
+    without a user message, right after the leading system messages."""
     if not attachments:
         return list(messages)
-    cut = 0
-    while cut < len(messages) and messages[cut].role == "system":
-        cut += 1
+    cut = next((index for index, message in enumerate(messages) if message.role == "user"), None)
+    if cut is None:
+        cut = 0
+        while cut < len(messages) and messages[cut].role == "system":
+            cut += 1
     return [*messages[:cut], *(attachment_message(a) for a in attachments), *messages[cut:]]
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from clawstore.config.containment import escapes, not_a_file, outside_message, real_root
 from clawstore.config.models import EvaluationProfile, JudgeConfig, ModelConfig, RunProfile, TestCase
+from clawstore.config.yamlio import YamlProblem, read_bytes
 
 DEFAULT_JUDGE_PROMPT = "prompts/judge_system_default.md"
 
@@ -105,8 +106,10 @@ def resolve_judge_prompt(profile: EvaluationProfile, profile_path: Path,
                                        f"judge_system_prompt, or create {DEFAULT_JUDGE_PROMPT} beside this file")
         raise PromptProblem(field, why)
     try:
-        raw = path.read_bytes().decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        raw = read_bytes(path).decode("utf-8")  # (bounded as a config file is: it is sent with every judgement)
+    except YamlProblem as exc:
+        raise PromptProblem(field, f"{written}: {exc}") from None
+    except UnicodeDecodeError as exc:
         raise PromptProblem(field, f"cannot read {written}: {exc}") from None
     if path.suffix.lower() == ".md":
         text = raw.replace("\r\n", "\n").strip()

@@ -53,22 +53,31 @@ def _subdirs(directory: Path) -> list[os.DirEntry[str]]:
         raise _unreadable(directory, exc) from None
 
 
-def discover_cases(configs_dir: Path) -> list[Path]:
+def discover_cases(configs_dir: Path, passed_over: list[tuple[Path, str]] | None = None) -> list[Path]:
     """`cases/*/test.yaml` and `cases/*/*/test.yaml` (a case directory, or a group of them).
 
     A directory holding a test.yaml is a case; its subdirectories (messages/, hooks/, ...) belong to
     it and are not searched for more cases. One stat per case directory keeps discovery cheap.
-    """
+    `passed_over` gets (path, why) for the case files out of that layout, where a case would be: a `test.yml`, or a
+    test.yaml one folder deeper than a group's cases (a stat more per folder that is neither a case nor a group)."""
     found: list[Path] = []
     for entry in _subdirs(configs_dir / "cases"):
         direct = os.path.join(entry.path, "test.yaml")
         if os.path.lexists(direct):  # (a directory, pipe or dangling link too: its load says what it is)
             found.append(Path(direct))
             continue
+        if passed_over is not None and os.path.lexists(yml := os.path.join(entry.path, "test.yml")):
+            passed_over.append((Path(yml), "name it test.yaml"))
         for child in _subdirs(Path(entry.path)):
             nested = os.path.join(child.path, "test.yaml")
             if os.path.lexists(nested):
                 found.append(Path(nested))
+            elif passed_over is not None:
+                if os.path.lexists(yml := os.path.join(child.path, "test.yml")):
+                    passed_over.append((Path(yml), "name it test.yaml"))
+                passed_over.extend((Path(deeper.path) / "test.yaml", "one folder too deep")
+                                   for deeper in _subdirs(Path(child.path))
+                                   if os.path.lexists(os.path.join(deeper.path, "test.yaml")))
     return found
 
 
@@ -172,6 +181,12 @@ def _load_case(ws: Workspace, path: Path, cases: str | None = None) -> CaseEntry
     problems += found
     sourced_turns, found = expand_sources(directory, case.input.turns, "input.turns", ws.root_real, warnings)
     problems += found
+    sent = sum(1 for m in case.input.messages if m.source is None) + sum(map(len, sourced_messages.values()))
+    if case.runner.type == "llm_probe" and not problems and not sent and not case.input.attachments:
+        # (every run of it ended `invalid`, "the case has no input messages", after validation said OK)
+        problems.append(("input.messages", "an llm_probe case has nothing to send: give it input.messages (or "
+                                           "attachments)" + (" (input.turns are OpenClaw's)" if case.input.turns
+                                                             else "")))
     if case.input.turns and case.runner.type == "llm_probe":  # (valid: the reference calls turns OpenClaw-only)
         warnings.append(("input.turns", "only the openclaw runner sends turns: llm_probe sends input.messages alone "
                                         "(the turns still count in each run's key)"))
@@ -197,7 +212,8 @@ def _load_cases(ws: Workspace) -> None:
     first_path: dict[str, Path] = {}
     cases = str(ws.configs_dir / "cases")
     inside = cases if escapes(Path(cases), ws.root_real) is None else None
-    for path in discover_cases(ws.configs_dir):
+    passed_over: list[tuple[Path, str]] = []
+    for path in discover_cases(ws.configs_dir, passed_over):
         loaded = _load_case(ws, path, inside)
         case_id = loaded.case_id
         if case_id is None:
@@ -213,6 +229,9 @@ def _load_cases(ws: Workspace) -> None:
             ws.cases[case_id] = loaded
         else:
             ws.broken_cases.append(loaded)
+    for path, why in passed_over:
+        ws.add_warning(path, "", "not read: a case is configs/cases/<case>/test.yaml or "
+                                 f"configs/cases/<group>/<case>/test.yaml ({why})")
 
 
 def _load_kind(ws: Workspace, subdir: str, model: type[T], id_field: str) -> dict[str, Loaded[T]]:

@@ -8,7 +8,7 @@ import re
 
 import yaml
 
-from clawstore.config.limits import MAX_ALIAS_NODES, MAX_NESTING_DEPTH
+from clawstore.config.limits import MAX_ALIAS_NODES, MAX_ALIAS_TEXT, MAX_NESTING_DEPTH
 from clawstore.values.jsontext import nests_deeper_than
 
 
@@ -58,30 +58,41 @@ def check_yaml_shape(text: str, loader: type) -> None:
 
 
 def _walk_events(text: str, loader: type) -> None:
-    sizes: dict[str, int] = {}  # anchor -> nodes the anchored node expands to
-    stack: list[list] = [[0, None]]  # per open collection: [nodes inside, anchor]
-    expanded = 0
+    sizes: dict[str, tuple[int, int]] = {}  # anchor -> (nodes, characters of text) the anchored node expands to
+    stack: list[list] = [[0, 0, None]]  # per open collection: [nodes inside, characters inside, anchor]
+    expanded = expanded_text = 0
     for event in yaml.parse(text, Loader=loader):
         if isinstance(event, yaml.CollectionStartEvent):
             if len(stack) > MAX_NESTING_DEPTH:
                 raise ShapeProblem(_located(f"nesting deeper than {MAX_NESTING_DEPTH} levels", event.start_mark))
-            stack.append([1, event.anchor])
+            stack.append([1, 0, event.anchor])
         elif isinstance(event, yaml.CollectionEndEvent):
-            count, anchor = stack.pop()
+            count, chars, anchor = stack.pop()
             if anchor is not None:
-                sizes[anchor] = count
+                sizes[anchor] = (count, chars)
             stack[-1][0] += count
+            stack[-1][1] += chars
         elif isinstance(event, yaml.ScalarEvent):
             stack[-1][0] += 1
+            stack[-1][1] += len(event.value)
             if event.anchor is not None:
-                sizes[event.anchor] = 1
+                sizes[event.anchor] = (1, len(event.value))
         elif isinstance(event, yaml.AliasEvent):
-            size = sizes.get(event.anchor, 1)
+            if any(anchor == event.anchor for _, _, anchor in stack):  # (`&m {self: *m}`: a value containing itself)
+                raise ShapeProblem(_located(f"the alias *{event.anchor} refers to a collection that contains it (a "
+                                            "value without end)", event.start_mark))
+            size, chars = sizes.get(event.anchor, (1, 0))
             expanded += size
+            expanded_text += chars
             if expanded > MAX_ALIAS_NODES:
                 raise ShapeProblem(_located(
                     f"aliases expand to more than {MAX_ALIAS_NODES:,} nodes (an alias bomb?)", event.start_mark))
+            if expanded_text > MAX_ALIAS_TEXT:  # (few nodes, long text: each copy is held, hashed and sent)
+                raise ShapeProblem(_located(
+                    f"aliases expand to more than {MAX_ALIAS_TEXT // 2**20} MiB of text (an alias bomb?)",
+                    event.start_mark))
             stack[-1][0] += size
+            stack[-1][1] += chars
 
 
 def check_json_depth(text: str) -> None:

@@ -183,8 +183,9 @@ class BatchApi:
             else:
                 if 200 <= response.status_code < 300:
                     return response
+                # (scrubbed whole, then cut: a key the cut crossed was no longer whole in the excerpt, its head kept)
                 failure = ProviderError("http_error", f"HTTP {response.status_code} from {method} {shown_url(url)}: "
-                                        f"{_scrub(response.text[:200], api_key)}",
+                                        f"{_scrub(response.text, api_key)[:200]}",
                                         retryable=is_retryable_status(response.status_code),
                                         status_code=response.status_code)
             if not failure.retryable or attempt == CONTROL_ATTEMPTS - 1:

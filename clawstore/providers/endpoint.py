@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 from clawstore.errors import ConfigError, UsageError, quoted
 from clawstore.providers.errors import MissingApiKeyError
-from clawstore.values.urls import credential_in_url, is_http_url, shown_url
+from clawstore.values.urls import credential_in_url, is_env_name, is_http_url, shown_url
 
 DEFAULT_BASE_URL = "https://openrouter.ai/api/v1"
 DEFAULT_API_KEY_ENV = "OPENROUTER_API_KEY"
@@ -98,6 +98,9 @@ def resolve_endpoint(
     if key_env is not None and not isinstance(key_env, str):
         raise ConfigError("must be the name of an environment variable", path, f"{prefix}api_key_env")
     key_env = key_env.strip() if isinstance(key_env, str) else None
+    if key_env and not is_env_name(key_env):  # (never echoed: most often the key itself, pasted here)
+        raise ConfigError("must be the name of an environment variable (letters, digits and _), not its value", path,
+                          f"{prefix}api_key_env")
     if base_url is None:
         endpoint = default_endpoint()
         if has_key_env:  # the model asks for a key: required

@@ -137,7 +137,9 @@ class RunArtifact:
 
     def _rejected(self) -> dict[str, Any]:
         """A reply's usage not believed: the run's tokens and cost are unknown, and why; a reply that counted no tokens:
-        they are unknown, its cost as reported (absent otherwise, so an artifact without one keeps its bytes)."""
+        they are unknown, its cost as reported; a cost claw priced itself (a batch line's, from the declared prices):
+        `priced` (before session 72 left out, and the record said `reported`). Absent otherwise, so an artifact without
+        one keeps its bytes."""
         if self.usage.rejected is not None:
             return {"cost_source": self.usage.cost_source, "usage_rejected": self.usage.rejected}
         if self.usage.tokens_unknown is not None:  # (its cost known only when reported: `cost_source` says which)
@@ -145,6 +147,8 @@ class RunArtifact:
                     "tokens_unknown": self.usage.tokens_unknown}
         if self.usage.nothing_sent:  # no request of the run left: a known 0 at any price (runners/pricing.py)
             return {"nothing_sent": True}
+        if self.usage.cost_source == "priced":  # claw priced it (a batch line): not the provider's figure
+            return {"cost_source": "priced"}
         return {}
 
     @classmethod

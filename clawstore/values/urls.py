@@ -13,6 +13,17 @@ _SECRET_ENDINGS = ("_key", "apikey", "token", "secret", "password", "signature",
 _MASK = "***"
 
 
+# What an environment variable's name is (as a shell writes one): `api_key_env: sk-or-v1-…`, the key pasted where its
+# variable's name goes, is no name, and a message naming the variable would print the key.
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def is_env_name(text: str) -> bool:
+    """`text` (stripped) names an environment variable; empty is no name (a caller that takes it for "no key" asks
+    first)."""
+    return ENV_NAME.fullmatch(text.strip()) is not None
+
+
 def is_http_url(text: str) -> bool:
     """http(s) with a host and, if any, a port 0-65535: `localhost:8000/v1` (no scheme), `ftp://…`, `http://:8000/v1`
     (no host), `http://[::1` (an unclosed IPv6 bracket) or `http://host:99999/v1` cannot take a chat request (a port
@@ -61,6 +72,29 @@ def _credential(match: re.Match[str] | None) -> str | None:
         if _is_secret_name(name):
             return f"the query parameter {name!r}"
     return None
+
+
+def secrets_in_url(text: str) -> list[str]:
+    """The credentials `text` carries when it is a URL (a proxy's or a database's, passed in an environment): its
+    userinfo's password (or token alone before the `@`), the userinfo whole, and the value of each query or fragment
+    parameter named as a credential, each as written and percent-decoded. Empty for any other text (and for a URL
+    without `//`: `mailto:alice@example.org` names a mailbox, no password)."""
+    if "//" not in text:
+        return []
+    match = _PARTS.match(text.translate(_DROPPED).strip())
+    if match is None or _credential(match) is None:
+        return []
+    found: list[str] = []
+    if match["head"] and "@" in match["authority"]:
+        userinfo = match["authority"].rpartition("@")[0]
+        user, colon, password = userinfo.partition(":")
+        found += [userinfo, password if colon else user]
+    for part in (match["query"], match["frag"]):
+        for piece in _SEPARATOR.split(part[1:])[::2] if part else []:
+            name, eq, value = piece.partition("=")
+            if eq and _is_secret_name(unquote_plus(name)):
+                found.append(value)
+    return list(dict.fromkeys(form for value in found if value for form in (value, unquote_plus(value))))
 
 
 def shown_url(text: str) -> str:

@@ -638,3 +638,40 @@ def test_runs_pending_in_a_batch_are_not_called_judgements(ws: Workspace, claw: 
     code, out, err = claw.build("--batch")
     assert code == 0, err
     assert "pending: 4 request(s) in provider batches" in out and "judgement" not in out, out
+
+
+def test_a_run_batch_line_priced_from_declared_pricing_says_priced_not_reported(
+        ws: Workspace, claw: Claw, standin: StandIn, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run's batch line without a cost, priced from the suite model's `pricing` times its `batch` factor: its record
+    said `cost_source: reported` (the provider's figure) beside the batch summary's `priced`, so every total said
+    `reported:4` of a cost claw worked out itself (docs/batch.md, Money: `priced`)."""
+    monkeypatch.setenv("CLAW_BATCH_POLL_S", "0.1")
+    ws.edit("suites/main.yaml", lambda d: [m.update(pricing={"input": 2.0, "output": 8.0, "batch": 0.5})
+                                           for m in d["models"]])
+    standin.script("*", text("four", usage={"cost": None}))
+    code, out, err = claw.build("--batch", "--wait")
+    assert code == 0, err
+    records = run_records(store()).values()
+    assert len(records) == 4 and standin.batch_stats()["lines"] == 4
+    for record in records:
+        metrics = record.metrics
+        expected = (metrics.input_tokens * 2.0 + metrics.output_tokens * 8.0) / 1e6 * 0.5
+        assert metrics.cost_usd == pytest.approx(expected) and expected > 0
+        assert record.summary["batch"]["cost_source"] == metrics.cost_source == "priced", metrics
+    assert out.rstrip().endswith("(4 of 4 priced)"), out
+
+
+def test_a_report_of_judgements_pending_in_a_batch_says_their_cost_is_not_in_it(scored: Workspace, claw: Claw,
+                                                                                standin: StandIn) -> None:
+    """Judgements submitted by batch and not yet collected are paid for once the batch ends, and no record holds them
+    yet: `claw report` and `claw view` showed their rows' EVAL_COST 0.00000 and the campaign's evaluation 0.00000,
+    saying nothing of them (nothing unknown is shown as 0: they say it is pending and left out)."""
+    standin.batch_settings(delay=60)
+    code, out, err = claw.build("--evaluation-profile", "ev", "--batch", "--output", "json")
+    assert code == 0 and json.loads(out)["pending_in_batches"] == 12, out + err
+    said = "claw: note: 12 request(s) of campaign main__rp__ev are pending in provider batches"
+    for args in (("report", "--no-chart"), ("report", "--no-chart", "--output", "json"), ("view", "--out", "v.html")):
+        code, out, err = claw(*args, "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev")
+        assert code == 0, err
+        assert said in err and "not in these figures" in err, (args, err)
+    assert judge_requests(standin) == 0  # (a report asks the provider nothing)

@@ -177,6 +177,8 @@ ALLOWED: list[Row] = [
          None),
     *_ok("evaluation_profile", "judges[0].label", "Extra judge keys are kept"),
     *_ok("evaluation_profile", "judges[0].batch", False, None),
+    *_ok("evaluation_profile", "judges[0].timeout_seconds", 30, 0.5, None),  # (claw's own; retries 0 in the base)
+    *_ok("suite", "case_selection", {"include_tags": [" smoke "]}),  # (trimmed, as a case's tags are)
     *_ok("evaluation_profile", "judges[0].request_options", {"logit_bias": {50256: -100, "x": 1}}),
     *_ok("evaluation_profile", "judge_runs", None, [], builds=False),
     *_ok("evaluation_profile", "judge_runs[0].repetitions", 1, 2),
@@ -382,6 +384,17 @@ FORBIDDEN: list[Row] = [
     _no("evaluation_profile", "judges[0].batch", "yes", "judges[0].batch", "expected true or false"),
     _no("evaluation_profile", "judges[0].base_url", "file:///tmp/x", "judges[0].base_url", "http(s) URL"),
     _no("evaluation_profile", "judges[0].api_key_env", 5, "judges[0].api_key_env", "name of an environment variable"),
+    # (s72: each validated; the build paid for every run, then failed every judgement, or called another model)
+    _no("evaluation_profile", "judges[0].retries", "two", "judges[0].retries", "expected an integer from 0 to 100"),
+    _no("evaluation_profile", "judges[0].timeout_seconds", 0, "judges[0].timeout_seconds", "expected a number > 0"),
+    _no("evaluation_profile", "judges[0].request_options", {"temperature": "hot"},
+        "judges[0].request_options.temperature", "expected a number from 0 to 2"),
+    _no("evaluation_profile", "judges[0].judge_model", 5, "judges[0].judge_model", "expected a string"),
+    _no("suite", "models", [{"model_id": "m1", "openrouter_model": 5}], "models[0].openrouter_model",
+        "expected a string"),
+    _no("run_profile", "openclaw", {"agent_id": "helper", "image": "--privileged", "timeout_seconds": 60},
+        "openclaw.image", "expected an OCI image reference"),
+    _no("llm_case", "runner.temperature", "1e-1", "runner.temperature", "YAML 1.1 reads 1e-1 as text"),
     _no("evaluation_profile", "judge_runs[0].judge_id", "ghost", "judge_runs[0].judge_id", "unknown judge 'ghost'"),
     _no("evaluation_profile", "judge_runs[0].repetitions", 0, "judge_runs[0].repetitions", "must be >= 1"),
     _no("evaluation_profile", "judge_runs[0].sample_size", 5, "judge_runs[0].sample_size", "must be <= repetitions"),

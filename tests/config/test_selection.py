@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 from clawstore.config import CaseSelection, select_case_ids
 from clawstore.config.models import AgentAssignment
 from clawstore.config.selection import assignment_matches, matching_assignments, may_select
+from tests.support.claw import Claw
+from tests.support.workspace import Workspace
 
 CATALOG = {"alpha": ("smoke",), "beta": ("skip", "smoke"), "gamma": ("skip",), "delta": ()}
 
@@ -55,3 +59,20 @@ def test_may_select_is_conservative_for_broken_files() -> None:
     assert not may_select(tagged, "zeta", ("other",))
     assert not may_select(sel(exclude_case_ids=["zeta"]), "zeta", None)
     assert may_select(sel(), "zeta", ())
+
+
+def test_selection_tags_are_trimmed_as_case_tags_are(ws: Workspace, claw: Claw) -> None:
+    """A case's tags are trimmed (docs/configuration.md); a suite's tag filters are trimmed the same way, so a tag
+    written alike on both sides matches. Before session 72 `exclude_tags: [" flaky "]` excluded nothing beside a
+    case tagged " flaky " (stored as "flaky"): the case meant to be left out ran, and was paid for."""
+    ws.edit("cases/alpha/test.yaml", lambda doc: doc.update({"tags": [" flaky ", "smoke"]}))
+    ws.edit("suites/main.yaml", lambda doc: doc.update({"case_selection": {"exclude_tags": [" flaky "]}}))
+    code, out, err = claw("plan", "--suite", "main", "--run-profile", "rp", "--output", "json")
+    assert code == 0, out + err
+    assert json.loads(out)["requests"] == 2  # beta on m1 and m2; alpha excluded
+    ws.edit("suites/main.yaml", lambda doc: doc.update({"case_selection": {"include_tags": ["flaky  "]}}))
+    code, out, err = claw("plan", "--suite", "main", "--run-profile", "rp", "--output", "json")
+    assert code == 0, out + err
+    assert json.loads(out)["requests"] == 2  # alpha on m1 and m2
+    assert sel(include_tags=[" smoke"], exclude_tags=["skip\n"]).model_dump() == {
+        "include_case_ids": [], "exclude_case_ids": [], "include_tags": ["smoke"], "exclude_tags": ["skip"]}

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from clawstore.testing.standin import StandIn
-from clawstore.values.urls import credential_in_url, shown_url
+from clawstore.values.urls import credential_in_url, secrets_in_url, shown_url
 from tests.support.claw import Claw
 from tests.support.workspace import Workspace, write_yaml
 
@@ -190,3 +190,100 @@ def test_a_url_in_prose_or_without_a_credential_is_accepted(ws: Workspace, claw:
         primary_params={"docs": "https://docs.example/token/v1?model=x", "note": "ask me@host.example"}))
     code, out, err = claw("validate")
     assert code == 0, (out, err)
+
+
+@pytest.mark.parametrize(("where", "field"), [
+    ("model", "primary_params.api_key"),
+    ("judge", "request_options.extra_headers.Authorization"),
+    ("agent", "apiKey"),
+])
+def test_a_credential_named_key_nested_anywhere_is_refused(ws: Workspace, claw: Claw, where: str, field: str) -> None:
+    """A key named as a credential was refused only at a model's, a judge's or its request options' top level:
+    nested one level down (OpenAI's SDK habit of `extra_headers`, OpenClaw's own `tools.web.search.apiKey`) it was
+    validated, hashed into every run's config and stored (and sent in the request body)."""
+    if where == "model":
+        ws.edit("suites/main.yaml", lambda d: d["models"][0].update(primary_params={"api_key": PASSWORD}))
+    elif where == "judge":
+        write_yaml(ws.configs / "evaluation_profiles" / "ev.yaml", {
+            "schema_version": 1, "evaluation_profile_id": "ev", "title": "Eval",
+            "judge_system_prompt": "Judge the answer.",
+            "judges": [{"judge_id": "j1", "type": "llm_probe", "model": "vendor/judge",
+                        "request_options": {"extra_headers": {"Authorization": f"Bearer {PASSWORD}"}}}],
+            "judge_runs": [{"judge_run_id": "r1", "judge_id": "j1"}]})
+    else:
+        agent = ws.configs / "agents" / "a1"
+        (agent / "workspace").mkdir(parents=True)
+        write_yaml(agent / "agent.yaml", {"schema_version": 1, "agent_id": "a1", "title": "Agent", "openclaw": {
+            "agents_defaults": {"tools": {"web": {"search": {"apiKey": PASSWORD}}}}}})
+    _validate_refuses(claw, {"model": "main.yaml", "judge": "ev.yaml", "agent": "agent.yaml"}[where], field)
+
+
+def test_a_credential_named_key_holding_a_schema_or_an_environment_reference_is_accepted(
+        ws: Workspace, claw: Claw, standin: StandIn) -> None:
+    """What such a key may hold that is no secret: a JSON schema's property (a mapping), `${NAME}` (OpenClaw reads
+    the variable), nothing."""
+    ws.edit("suites/main.yaml", lambda d: d["models"][0].update(primary_params={
+        "response_format": {"type": "json_schema", "json_schema": {"name": "login", "schema": {
+            "type": "object", "properties": {"password": {"type": "string"}, "token": {"type": "string"}}}}},
+        "search": {"apiKey": "${BRAVE_API_KEY}", "token": ""}}))
+    code, out, err = claw("validate")
+    assert code == 0, (out, err)
+
+
+@pytest.mark.parametrize(("value", "secrets"), [
+    ("http://alice:Pr0xy%40pw@proxy.example:3128", ["alice:Pr0xy%40pw", "alice:Pr0xy@pw", "Pr0xy%40pw", "Pr0xy@pw"]),
+    ("https://ghp_TOKEN123@github.example/org/repo.git", ["ghp_TOKEN123"]),
+    ("https://search.example/q?x=1&api_key=abc12345", ["abc12345"]),
+    ("mailto:alice@example.org", []),  # a mailbox, no password
+    ("localhost,127.0.0.1,.internal", []),
+    ("https://api.example/v1?api-version=2024-06-01", []),
+])
+def test_the_secrets_a_url_carries_are_what_an_openclaw_run_redacts(value: str, secrets: list[str]) -> None:
+    assert secrets_in_url(value) == secrets
+
+
+PASTED_KEY = "sk-or-v1-" + "0123456789abcdef" * 4
+
+
+@pytest.mark.parametrize("where", ["model", "judge"])
+def test_a_key_pasted_as_api_key_env_is_refused_and_never_shown(ws: Workspace, claw: Claw, standin: StandIn,
+                                                               where: str) -> None:
+    """The key pasted where its variable's name goes (`api_key_env: sk-or-v1-…`, the easy slip) validated: the build
+    then printed it, in 'environment variable sk-or-v1-… is not set', to the terminal and the CI log, and the config
+    holding it was the campaign's to store and archive. A name is letters, digits and `_`, not starting with a digit."""
+    if where == "model":
+        ws.edit("suites/main.yaml", lambda d: d["models"][0].update(api_key_env=PASTED_KEY))
+        file, build = "main.yaml", ("build", "--suite", "main", "--run-profile", "rp")
+    else:
+        write_yaml(ws.configs / "evaluation_profiles" / "ev.yaml", {
+            "schema_version": 1, "evaluation_profile_id": "ev", "title": "Eval",
+            "judge_system_prompt": "Judge the answer.",
+            "judges": [{"judge_id": "j1", "type": "llm_probe", "model": "vendor/judge", "api_key_env": PASTED_KEY}],
+            "judge_runs": [{"judge_run_id": "r1", "judge_id": "j1"}]})
+        file, build = "ev.yaml", ("build", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev")
+    for args in (("validate",), build):
+        proc = claw.popen(*args)
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 2, (args, out, err)
+        line = _one_line(err) if args[0] == "build" else _the_error(out)
+        assert file in line and "api_key_env" in line and "name of an environment variable" in line, line
+        assert PASTED_KEY[:16] not in out + err
+    assert standin.requests == []
+
+
+def test_a_key_pasted_as_a_base_url_is_refused_and_never_shown(ws: Workspace, claw: Claw, standin: StandIn,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A refusal quotes the value it refuses (`got '…'`): a key pasted into a base URL, or into
+    $OPENROUTER_BASE_URL, was printed whole by `claw validate` and `claw build`. A value shaped like a key is quoted
+    masked."""
+    ws.edit("suites/main.yaml", lambda d: d["models"][0].update(base_url=PASTED_KEY))
+    proc = claw.popen("validate")
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2 and "base_url" in _the_error(out) and PASTED_KEY[:16] not in out + err, (out, err)
+    ws.edit("suites/main.yaml", lambda d: d["models"][0].pop("base_url"))
+    monkeypatch.setenv("OPENROUTER_BASE_URL", PASTED_KEY)
+    proc = claw.popen("build", "--suite", "main", "--run-profile", "rp")
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2 and "OPENROUTER_BASE_URL" in _one_line(err), (out, err)
+    assert PASTED_KEY[:16] not in out + err
+    assert standin.requests == []

@@ -537,3 +537,54 @@ def test_a_workspace_the_agent_deleted_is_recorded_empty_and_its_diff_deletes_ev
     assert meta["changed_paths"] == {"added": [], "modified": [], "deleted": template}
     diff = store.get_bytes(outcome.outputs["workspace_diff"]).decode()
     assert all(f"--- template/{path}" in diff for path in template) and "+++ /dev/null" in diff
+
+
+def test_a_proxy_password_passed_to_the_agent_is_never_stored(make_spec, fake_docker, store, tmp_path, monkeypatch):
+    """The proxy variables reach the container as they are, and a proxy URL's user:password is a credential: an agent
+    that prints its environment (or OpenClaw naming the proxy it failed to reach) must not put it in the store.
+    So must a variable the user allowed (CLAW_OPENCLAW_ENV_ALLOW) whose value is a URL carrying a credential."""
+    proxy_password, db_password = "Pr0xyPassw0rd-4417", "DbPassw0rd-8832"
+    monkeypatch.setenv("HTTPS_PROXY", f"http://alice:{proxy_password}@proxy.invalid:3128")
+    monkeypatch.setenv("DATABASE_URL", f"postgres://app:{db_password}@db.invalid/app")
+    monkeypatch.setenv("CLAW_OPENCLAW_ENV_ALLOW", "DATABASE_URL")
+    fake_docker.script(turns=[{"echo_env": True, "write_env_to": "leak.json", "payload": payload("done"),
+                               "stderr": f"proxy http://alice:{proxy_password}@proxy.invalid:3128 refused\n"}])
+    outcome = run_openclaw(make_spec(), store, tmp_path)
+    assert outcome.status == "success", outcome.artifact["error"]
+    for call in fake_docker.calls("run"):
+        assert "HTTPS_PROXY" in call["env_names"] and "DATABASE_URL" in call["env_names"]  # passed, as documented
+    blobs = all_object_bytes(store)
+    for password in (proxy_password, db_password):
+        assert blobs and not any(password.encode() in blob for blob in blobs), password
+        assert password not in json.dumps(outcome.artifact)
+    assert "leak.json" in outcome.artifact["runner_metadata"]["openclaw"]["metadata"]["redacted_files"]
+
+
+@pytest.mark.parametrize("step", ["validate", "turn"])
+def test_a_secret_across_the_kept_tail_of_a_failed_steps_output_leaves_no_part_of_it(
+        make_spec, fake_docker, store, tmp_path, step):
+    """A failed validation's output and a failed turn's stderr are kept by their last 2000 characters: the secrets
+    were redacted from that tail only, so one the cut crossed was no longer whole there and its end was stored (in
+    the run's error and its metadata)."""
+    tail = SECRET[len(SECRET) // 2:]
+    said = f"auth {SECRET}\n" + "y" * (2000 - len(tail) - 1)  # the last 2000 characters begin inside the secret
+    if step == "validate":
+        fake_docker.script(validate={"rc": 1, "stdout": said})
+    else:
+        fake_docker.script(turns=[{"rc": 1, "stderr": said}])
+    outcome = run_openclaw(make_spec(), store, tmp_path)
+    assert outcome.status in ("failed", "invalid"), outcome.status
+    assert tail not in json.dumps(outcome.artifact)
+    assert not any(tail.encode() in blob for blob in all_object_bytes(store))
+
+
+def test_a_key_pasted_with_spaces_around_it_is_redacted_as_the_agent_uses_it(make_spec, fake_docker, store, tmp_path,
+                                                                            monkeypatch):
+    """A key exported with a space or tab around it (a copy and paste): claw's own requests send it stripped, and so
+    does any agent that reads it; the runner looked for it with its spaces, so the key an agent wrote was stored."""
+    monkeypatch.setenv(KEY_ENV, f" {SECRET}\t")
+    fake_docker.script(turns=[{"write": {"notes.md": f"key={SECRET}\n"}, "payload": payload(f"my key is {SECRET}")}])
+    outcome = run_openclaw(make_spec(), store, tmp_path)
+    assert outcome.status == "success", outcome.artifact["error"]
+    assert not any(SECRET.encode() in blob for blob in all_object_bytes(store))
+    assert SECRET not in json.dumps(outcome.artifact)

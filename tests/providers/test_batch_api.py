@@ -86,3 +86,45 @@ def test_an_unknown_batch_is_a_provider_error_naming_it() -> None:
         with pytest.raises(ProviderError) as caught:
             api.get("batch_nope")
     assert caught.value.status_code == 404 and "batch_nope" in str(caught.value)
+
+
+def test_a_refusal_echoing_the_key_past_the_excerpts_end_leaves_no_part_of_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch control request's refusal is shown by its first 200 characters: the key was scrubbed from those 200
+    only, so a key the body echoed across the 200th character was no longer whole there and its head was kept in the
+    error (printed, and kept in the build's log)."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from clawstore.providers.errors import ProviderError
+
+    key = "sk-or-v1-" + "0123456789abcdef" * 4
+    refusal = json.dumps({"error": {"message": "x" * 130 + f" Incorrect API key provided: {key}"}}).encode()
+
+    class Refuses(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - http.server naming
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response(401)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(refusal)))
+            self.end_headers()
+            self.wfile.write(refusal)
+
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+            pass
+
+    monkeypatch.setenv("CLAW_TEST_BATCH_KEY", key)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Refuses)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        with BatchApi(Endpoint(url, "CLAW_TEST_BATCH_KEY"), backoff_s=0.0) as api, \
+                pytest.raises(ProviderError) as caught:
+            api.upload(request_line("a", body("hi")))
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+    shown = str(caught.value)
+    assert caught.value.status_code == 401 and "Incorrect API key" in shown
+    assert key[:12] not in shown, shown

@@ -10,10 +10,11 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 from pydantic_core import PydanticCustomError
 
+from clawstore.config.error_text import got_text, number_text_hint, unquoted_hint
 from clawstore.config.ids import ID_PATTERN
 from clawstore.errors import quoted
 from clawstore.values.costs import PRICE_KEYS
-from clawstore.values.urls import SECRET_KEYS, credential_in_url, is_http_url
+from clawstore.values.urls import SECRET_KEYS, credential_in_url, is_env_name, is_http_url
 
 
 def fail(message: str, field: str | None = None) -> PydanticCustomError:
@@ -32,12 +33,28 @@ def reject_secrets(extras: dict[str, Any], hint: str, prefix: str = "") -> None:
 _WHOLE_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:[/\\]{1,2}\S+")
 
 
+# An environment reference (`${BRAVE_API_KEY}`, which OpenClaw substitutes when it reads its config): no secret.
+_ENV_REFERENCE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
+
+
+def _holds_secret(value: Any) -> bool:
+    """A value a secret-named key holds that would be a secret: text (but an environment reference) or a number."""
+    if isinstance(value, str):
+        return bool(value.strip()) and not _ENV_REFERENCE.fullmatch(value.strip())
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def reject_credential_urls(value: Any, hint: str, field: str = "") -> None:
     """A URL carrying a credential anywhere in a config's free part (a model's extras, a judge's request options, an
-    agent's openclaw block) is refused as a `base_url`'s is: the config is stored with every run."""
+    agent's openclaw block) is refused as a `base_url`'s is: the config is stored with every run. So is a key named
+    as a credential (SECRET_KEYS: `primary_params.api_key`, `request_options.extra_headers.Authorization`, an agent's
+    `tools.web.search.apiKey`) at any depth when it holds text or a number (a mapping under it, as a JSON schema's
+    `password` property, is no secret; nor is `${NAME}`, an environment reference)."""
     if isinstance(value, dict):
         for key, item in value.items():
             inner = f"{field}{key}" if not field or field.endswith(".") else f"{field}.{key}"
+            if str(key).lower() in SECRET_KEYS and _holds_secret(item):
+                raise fail(f"'{key}' looks like a credential; configs are stored, secrets must not be: {hint}", inner)
             reject_credential_urls(item, hint, inner)
     elif isinstance(value, list):
         for index, item in enumerate(value):
@@ -80,7 +97,17 @@ def _check_prices(raw: Any, name: str, fields: tuple[str, ...]) -> None:
         if key not in fields:
             raise fail(f"unknown field {quoted(key)} (allowed: {', '.join(fields)})", f"{name}.{key}")
         if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= MAX_PRICE_PER_MILLION:
-            raise fail(f"expected a number from 0 to {MAX_PRICE_PER_MILLION:,}, got {quoted(value)}", f"{name}.{key}")
+            raise fail(f"expected a number from 0 to {MAX_PRICE_PER_MILLION:,}, got {quoted(value)}"
+                       f"{number_text_hint(value)}", f"{name}.{key}")
+
+
+def check_text_fields(extras: dict[str, Any], names: tuple[str, ...]) -> None:
+    """Extra fields clawstore reads as a model's name are text (or null): a number or a list was passed over without
+    a word, so another model (the `model_id`, the `judge_id`) was called and paid for."""
+    for name in names:
+        value = extras.get(name)
+        if value is not None and not isinstance(value, str):
+            raise fail(f"expected a string, got {got_text(value)}{unquoted_hint(value)}", name)
 
 
 def check_endpoint(extras: dict[str, Any]) -> None:
@@ -95,6 +122,10 @@ def check_endpoint(extras: dict[str, Any]) -> None:
         raise fail(f"must be an http(s) URL such as http://127.0.0.1:8000/v1, got {quoted(base_url)}", "base_url")
     if key_env is not None and not isinstance(key_env, str):
         raise fail(f"must be the name of an environment variable, got {quoted(key_env)}", "api_key_env")
+    if isinstance(key_env, str) and key_env.strip() and not is_env_name(key_env):
+        # (never echoed: what is not a name is most often the key itself, pasted here)
+        raise fail("must be the name of an environment variable (letters, digits and _), not its value: put the key "
+                   "in a variable and name it here", "api_key_env")
 
 
 # defer_build: a model's validator is built when it first validates, not when its class is made, so a workspace with
@@ -154,6 +185,14 @@ def _normalize_tags(value: Any) -> Any:
     return sorted({tag.strip() for tag in value if tag.strip()})
 
 
+def _trim_tags(value: Any) -> Any:
+    """A selection's tag filters trimmed as a case's tags are, so a tag written alike on both sides matches."""
+    value = none_to_list(value)
+    if isinstance(value, list) and all(isinstance(tag, str) for tag in value):
+        return [tag.strip() for tag in value]
+    return value  # let the list[str] validator name the bad element
+
+
 SchemaVersion = Annotated[int, BeforeValidator(_check_schema_version)]
 # An optional section written with nothing under it (`case_selection:` with its keys commented out: YAML null) is the
 # section left out, as an empty list or free map is; a required one (`input:`, `runner:`) stays an error.
@@ -161,9 +200,10 @@ NULL_IS_EMPTY = BeforeValidator(_none_to_dict)
 FreeMap = Annotated[dict[str, Any], BeforeValidator(_none_to_dict)]
 Tags = Annotated[list[str], BeforeValidator(_normalize_tags)]
 StrList = Annotated[list[str], BeforeValidator(none_to_list)]
+TagFilter = Annotated[list[str], BeforeValidator(_trim_tags)]
 IdList = Annotated[list[Id], BeforeValidator(none_to_list)]
 
 __all__ = [
     "NULL_IS_EMPTY", "Field", "FreeMap", "Id", "IdList", "NonEmptyStr", "OpenModel", "SchemaVersion", "StrList",
-    "StrictModel", "Tags", "fail", "reject_credential_urls", "reject_secrets",
+    "StrictModel", "TagFilter", "Tags", "fail", "reject_credential_urls", "reject_secrets",
 ]

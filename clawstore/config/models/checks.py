@@ -1,6 +1,5 @@
 """Deterministic checks: one built-in (declarative) check or a Python hook per entry."""
 
-import re
 from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, model_validator
@@ -98,8 +97,13 @@ class DeclarativeCheck(StrictModel):
         return data
 
 
-_DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+def _is_identifier(name: str) -> bool:
+    """A Python identifier as Python reads them (`prüfe` is one), whole: a regex's `$` let "check\\n" through."""
+    return name.isidentifier()
+
+
+def _is_dotted(name: str) -> bool:
+    return all(_is_identifier(part) for part in name.split("."))
 
 
 class PythonHook(StrictModel):
@@ -111,10 +115,10 @@ class PythonHook(StrictModel):
     def _one_target(self) -> "PythonHook":
         if (self.path is None) == (self.import_path is None):
             raise fail("set either 'path' or 'import_path' (exactly one)")
-        if self.import_path is not None and not _DOTTED.match(self.import_path):
+        if self.import_path is not None and not _is_dotted(self.import_path):
             raise fail(f"expected a dotted module path like 'pkg.checks', got {quoted(self.import_path)}",
                        "import_path")
-        if not _IDENTIFIER.match(self.callable_name):
+        if not _is_identifier(self.callable_name):
             raise fail(f"expected a Python identifier, got {quoted(self.callable_name)}", "callable_name")
         return self
 

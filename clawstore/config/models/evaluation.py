@@ -16,13 +16,17 @@ from clawstore.config.models.base import (
     StrictModel,
     check_endpoint,
     check_pricing,
+    check_text_fields,
     fail,
     none_to_list,
     reject_credential_urls,
     reject_duplicate_ids,
     reject_secrets,
 )
+from clawstore.config.models.runner_settings import SETTING_RULES
 from clawstore.values.judge_options import JUDGE_OWN_FIELDS, RESERVED_REQUEST_KEYS
+
+REQUEST_SETTINGS = ("temperature", "top_p", "max_tokens", "seed")
 
 
 class JudgeConfig(OpenModel):
@@ -40,6 +44,20 @@ class JudgeConfig(OpenModel):
         reject_secrets(self.request_options, hint, "request_options.")
         check_pricing(self.extras)
         check_endpoint(self.extras)
+        check_text_fields(self.extras, ("judge_model", "model_id"))
+        # (read by the build as the judge's transport: a wrong one failed every judgement after the runs were paid)
+        for key in ("timeout_seconds", "retries"):
+            if self.extras.get(key) is not None and (problem := SETTING_RULES[key](self.extras[key])):
+                raise fail(problem, key)
+        # (request settings the runner settings share, as the provider reads them: a wrong one failed every judgement,
+        # or, a temperature, became 0.0 without a word)
+        for where, prefix in ((self.extras, ""), (self.request_options, "request_options.")):
+            for key in REQUEST_SETTINGS:
+                if key in where and (problem := SETTING_RULES[key](where[key])):
+                    raise fail(problem, prefix + key)
+            if where.get("stream") not in (None, False):  # (each judgement streamed, paid for, then unreadable)
+                raise fail(f"claw reads the judge's reply whole: stream must be false or left out, got "
+                           f"{got_text(where['stream'])}", prefix + "stream")
         reject_credential_urls(self.extras, hint)
         reject_credential_urls(self.request_options, hint, "request_options.")
         # (refused here, not only at the judgement, which came after the runs were paid for: each an error, exit 1)

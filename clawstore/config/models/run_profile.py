@@ -2,7 +2,7 @@
 
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BeforeValidator, Field, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, field_validator, model_validator
 
 from clawstore.config.ids import is_id
 from clawstore.config.limits import MAX_CONCURRENCY, MAX_RUN_REPETITIONS, MAX_TIMEOUT_SECONDS
@@ -29,6 +29,16 @@ class OpenClawRunProfile(StrictModel):
     image: NonEmptyStr
     timeout_seconds: Annotated[int, Field(gt=0, le=MAX_TIMEOUT_SECONDS)]
     docker_cli: NonEmptyStr = "docker"
+
+    @field_validator("image")
+    @classmethod
+    def _image_reference(cls, image: str) -> str:
+        # The engine's command line takes the image among its options (`run ... <image> openclaw ...`): one starting
+        # with '-' was read as another option, and a space or line break is in no reference an engine can pull.
+        if image.startswith("-") or any(c.isspace() or not c.isprintable() for c in image):
+            raise fail(f"expected an OCI image reference such as ghcr.io/openclaw/openclaw:2026.4.15 (no spaces, not "
+                       f"starting with '-'), got {quoted(image)}")
+        return image
 
 
 class RunProfile(StrictModel):

@@ -8,16 +8,18 @@ instead of a surprise mid-campaign.
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from clawstore.config.error_text import number_text_hint
 from clawstore.config.limits import MAX_RETRIES, MAX_TIMEOUT_SECONDS, MAX_TOKENS, MAX_TURNS
 from clawstore.config.models.base import fail
 
 
 def _shown(value: Any) -> str:
-    """repr() of a value, cut short (a huge integer's repr is itself an error in Python)."""
+    """repr() of a value, cut short (a huge integer's repr is itself an error in Python), and why text that reads as a
+    number is text (`1e-1`)."""
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
         return "an integer too large to show"
     text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    return (text if len(text) <= 60 else text[:57] + "...") + number_text_hint(value)
 
 
 def _is_number(value: Any) -> bool:

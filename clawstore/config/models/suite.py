@@ -14,8 +14,10 @@ from clawstore.config.models.base import (
     SchemaVersion,
     StrictModel,
     StrList,
+    TagFilter,
     check_endpoint,
     check_pricing,
+    check_text_fields,
     fail,
     none_to_list,
     reject_credential_urls,
@@ -38,6 +40,7 @@ class ModelConfig(OpenModel):
         reject_secrets(self.extras, "name the environment variable with 'api_key_env' instead")
         check_pricing(self.extras)
         check_endpoint(self.extras)
+        check_text_fields(self.extras, ("openrouter_model",))
         reject_credential_urls(self.extras, "name the environment variable with 'api_key_env' instead")
         params = self.extras.get("primary_params")
         if params is not None and not isinstance(params, dict):  # (OpenClaw merges it into the agent's: a TypeError)
@@ -52,8 +55,8 @@ class ModelConfig(OpenModel):
 class CaseSelection(StrictModel):
     include_case_ids: StrList = Field(default_factory=list)
     exclude_case_ids: StrList = Field(default_factory=list)
-    include_tags: StrList = Field(default_factory=list)
-    exclude_tags: StrList = Field(default_factory=list)
+    include_tags: TagFilter = Field(default_factory=list)
+    exclude_tags: TagFilter = Field(default_factory=list)
 
 
 class AgentAssignment(StrictModel):

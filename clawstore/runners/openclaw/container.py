@@ -20,6 +20,7 @@ from clawstore.host import bounded_output
 from clawstore.host.run_limits import MAX_OUTPUT_BYTES
 from clawstore.host.scratch import remove_tree
 from clawstore.runners.openclaw.config import CONTAINER_KEY_ENV
+from clawstore.values.urls import secrets_in_url
 
 LABEL = "clawstore.openclaw"
 MOUNT_POINT = "/work"
@@ -140,14 +141,17 @@ def container_env(api_key_env: str | None, extra_names: Sequence[str] = (),
     chosen = {name: env[name] for name in (*PROXY_VARS, *extra_names)
               if name != api_key_env and _passable(name, env.get(name))}
     if api_key_env and _passable(CONTAINER_KEY_ENV, env.get(api_key_env)):
-        chosen[CONTAINER_KEY_ENV] = env[api_key_env]
+        chosen[CONTAINER_KEY_ENV] = env[api_key_env].strip()  # (as claw's own requests send it: Endpoint.api_key)
     chosen.update(OPENCLAW_ENV)
     return chosen
 
 
 def secret_values(env: Mapping[str, str]) -> list[str]:
-    """Values that must never be stored: the key and anything named like a secret."""
-    values = {v for k, v in env.items() if (k == CONTAINER_KEY_ENV or _SECRET_NAME.search(k)) and len(v) >= 4}
+    """Values that must never be stored: the key, anything named like a secret, and the credential a URL carries
+    (a proxy's `http://user:password@proxy:3128`, an allowed `DATABASE_URL`'s), whatever its variable's name."""
+    named = [v for k, v in env.items() if k == CONTAINER_KEY_ENV or _SECRET_NAME.search(k)]
+    values = {form for v in named for form in (v, v.strip()) if len(form) >= 4}  # (stripped: as a reader takes it)
+    values.update(part for v in env.values() for part in secrets_in_url(v) if len(part) >= 4)
     return sorted(values, key=len, reverse=True)
 
 

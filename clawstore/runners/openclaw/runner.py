@@ -252,7 +252,8 @@ class _Run:
                 "openclaw_timeout", f"config validation did not finish within the run's "
                 f"{self.spec.timeout_seconds}s timeout", "timeout", retryable=True, metadata={"step": "validate"}))
         if inv.returncode != 0:
-            detail = ev.redact((inv.stdout.strip() or inv.stderr.strip())[-2000:], self.secrets)
+            # (redacted whole, then cut: a secret the cut crossed was no longer whole in the tail, its end kept)
+            detail = ev.redact(inv.stdout.strip() or inv.stderr.strip(), self.secrets)[-2000:]
             raise _Failure("invalid", RunError(
                 "openclaw_config_invalid", f"openclaw config validate exited {inv.returncode}: {detail}",
                 "configuration_error", metadata={"returncode": inv.returncode}))
@@ -285,7 +286,7 @@ class _Run:
                 f"{self.spec.timeout_seconds}s timeout" + ("; its container was removed" if inv.timed_out else ""),
                 "timeout", retryable=True, metadata={"turn_index": index}))
         if inv.returncode != 0:
-            stderr = ev.redact(inv.stderr.strip()[-2000:], self.secrets)
+            stderr = ev.redact(inv.stderr.strip(), self.secrets)[-2000:]  # (redacted whole, then cut: see _validate)
             killed = " (killed: past its memory limit, CLAW_OPENCLAW_MEMORY?)" \
                 if inv.returncode == 137 and self.settings.memory else ""
             reason = ev.failure_reason(payload, stderr)
