@@ -7,6 +7,7 @@ fails (killed, out of memory), the chart is drawn here as before. Same PNG eithe
 from __future__ import annotations
 
 import dataclasses
+import glob
 import os
 import pickle
 import signal
@@ -25,10 +26,12 @@ class ChartBeside(Beside):
 
     def __init__(self, fork: bool = True) -> None:
         super().__init__(_drawer, fork)
+        self._asked: Path | None = None  # the chart the drawer was sent
 
     def draw(self, report: CampaignReport, path: Path) -> Path:
         """write_chart(report, path), by the drawer when it answers (its NoScoresError or UsageError raised here);
         drawn here when it does not."""
+        self._asked = path
         answer = self._ask(dataclasses.replace(report, rows=[], spilled=None), path)
         self.close()
         if answer is None:
@@ -39,6 +42,17 @@ class ChartBeside(Beside):
         if kind == "usage":
             raise UsageError(value)
         return Path(value)
+
+    def close(self) -> None:
+        """End the drawer (killed if still at work) and remove the temp file it was writing the chart into, if any: a
+        drawer ended mid-write (Ctrl-C reaches it too, and it dies of it; the command's end kills it) runs no cleanup,
+        and its `.<chart>.<pid>-….tmp` stayed beside the chart (before session 72)."""
+        pid = self._pid
+        super().close()  # (reaped: no process of that pid writes there any more)
+        if pid is not None and self._asked is not None:
+            pattern = f".{glob.escape(self._asked.name)}.{pid}-*.tmp"
+            for left in self._asked.parent.glob(pattern):
+                left.unlink(missing_ok=True)
 
     def _ask(self, summaries: CampaignReport, path: Path) -> tuple[str, str] | None:
         if self._send is None or self._answers is None:

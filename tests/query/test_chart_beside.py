@@ -8,7 +8,9 @@ import os
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -108,3 +110,39 @@ def test_a_report_that_does_not_pickle_is_drawn_here(report: CampaignReport, tmp
     drawer = ChartBeside()
     drawer.draw(odd, tmp_path / "here.png")
     assert (tmp_path / "here.png").read_bytes() == write_chart(report, tmp_path / "again.png").read_bytes()
+
+
+def test_a_drawer_ended_mid_write_leaves_no_temp_file(report: CampaignReport, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # Ctrl-C reaches the drawer too, and it dies of it (its SIGINT is SIG_DFL) while it writes the PNG: no cleanup ran,
+    # and `.c.png.<pid>-….tmp` stayed beside the chart (session 72: `claw report --chart` interrupted).
+    from matplotlib.figure import Figure
+
+    def half_then_hang(self: Figure, target: Any, **_: object) -> None:
+        target.write(b"\x89PNG half a chart")
+        target.flush()
+        time.sleep(60)
+
+    monkeypatch.setattr(Figure, "savefig", half_then_hang)
+    drawer = ChartBeside()  # (forked now: its savefig hangs mid-write)
+    assert drawer._pid is not None
+    _refused(monkeypatch)  # (the chart drawn here instead: refused, the thread ends with it)
+    out = tmp_path / "c.png"
+    failed: list[BaseException] = []
+
+    def draw() -> None:
+        try:
+            drawer.draw(report, out)
+        except BaseException as exc:  # noqa: BLE001 - what the thread met, looked at below
+            failed.append(exc)
+
+    asking = threading.Thread(target=draw)
+    asking.start()
+    deadline = time.monotonic() + 60
+    while not list(tmp_path.glob(".c.png.*")) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert list(tmp_path.glob(".c.png.*")), "the drawer never began the chart"
+    os.kill(drawer._pid, signal.SIGINT)
+    asking.join(60)
+    assert not asking.is_alive() and isinstance(failed[0], AssertionError), failed  # (drawn here: refused)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["store"]
