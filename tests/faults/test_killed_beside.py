@@ -65,7 +65,7 @@ def test_a_node_the_killed_build_finished_is_not_paid_again_by_the_build_beside(
     for i in range(1, 5):
         ws.case(f"c{i}", f"Question {i}: name a thing.")
     ws.suite("main", ["m1"])
-    ws.run_profile(concurrency=2)
+    ws.run_profile(concurrency=2, defaults={"timeout_seconds": 60})  # (held answers: never a timeout's retry)
     standin.script("vendor/m1", held("first"), match="Question 1:")
     standin.set_default(held("rest"))
     first = subprocess.Popen([CLAW, "build", *CAMPAIGN, "--progress", "plain"], cwd=ws.root, env=dict(os.environ),
