@@ -33,6 +33,7 @@ def test_a_build_killed_beside_another_leaves_nothing_once_the_other_ends(tmp_pa
     no-op its stamp answers, removes nothing); `claw fsck` counted the killed one's claim files and leases, stale:
     a build removed a dead writer's leftovers at its start only, when the killed one was still alive."""
     ws = standard(tmp_path / "ws")  # 2 cases x 2 models, 2 at once
+    ws.run_profile(concurrency=2, defaults={"timeout_seconds": 60})  # (held answers: never a timeout's retry)
     standin.set_default(held("answers"))
     first = subprocess.Popen([CLAW, "build", *CAMPAIGN], cwd=ws.root, env=dict(os.environ),
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
