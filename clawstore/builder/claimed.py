@@ -7,6 +7,7 @@ action cache and is adopted as reused, or the claim expired (its holder died) an
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from clawstore.builder import batch_doc
 from clawstore.builder.scheduler import Later
 from clawstore.builder.unstored import NotStarted
+from clawstore.errors import StoreError
 from clawstore.graph.plan import Node, unseen_objects
 from clawstore.store.claims import ClaimBoard
 from clawstore.store.core.ids import oid_hex
@@ -69,9 +71,16 @@ def claimed(work: Work, store: Store, board: ClaimBoard, node: Node, *, unpaid_h
         node.claim_waits = waits + 1
         return Later(min(MAX_WAIT_S, FIRST_WAIT_S * 1.5 ** waits))
     try:
+        # Taken over from a holder gone: a build killed the moment it had written the node's record into its pack,
+        # before its commit window named it in the index. What it wrote is adopted (as `claw status` or a build
+        # starting then would), not paid for again (before session 72 it was: tests/faults/test_killed_beside.py).
+        taken_over = [key for key in keys if board.took_over(key)]
+        if taken_over:
+            with contextlib.suppress(OSError, StoreError):  # (what cannot be adopted is executed, as before)
+                store.adopt_orphans()
         # Finished and released just before we claimed it? Only another process can have (it holds a lease on the
         # store while it writes): alone on the store, the index is not listed again for each node.
-        adopted = stored_meanwhile(store, node, look_again=board.neighbours.present())
+        adopted = stored_meanwhile(store, node, look_again=bool(taken_over) or board.neighbours.present())
         if adopted is not None:
             _release_all(board, keys)
             return adopted

@@ -184,6 +184,7 @@ def run_build(campaign: Campaign, store: Store, options: BuildOptions, *, window
             settle_pending(store, log, session.trouble)
             if session.trouble is not None and session.trouble.failed:
                 _end_on_store_failure(session, report, planned)
+            remove_leftovers(store)  # and those of a writer killed meanwhile: a build beside this one
             log.end("complete")
     except KeyboardInterrupt:
         report.interrupted = True

@@ -124,6 +124,7 @@ class ClaimBoard:
         self._stop = threading.Event()
         self._beat: threading.Thread | None = None
         self.lost: set[str] = set()  # claims another builder took over (we stalled past the ttl)
+        self._taken_over: set[str] = set()  # claims this board took over from a holder gone or stalled (took_over)
         # The board's own files (path, descriptor) in tmp/: free ones, and those linked as a claim.
         self._spares: list[_File] = []
         self._linked: dict[str, _File] = {}
@@ -259,7 +260,18 @@ class ClaimBoard:
                 return None
             written = time.time()  # (no later than the body's own time: the claim lives at least a ttl from it)
             self._replace(key)
-            return written
+        with self._lock:
+            self._taken_over.add(key)
+        return written
+
+    def took_over(self, key: str) -> bool:
+        """Was the claim on `key` just taken over from another holder (a killed build's, or one stalled past its
+        expiry)? Asked once: the answer is forgotten."""
+        with self._lock:
+            if key not in self._taken_over:
+                return False
+            self._taken_over.discard(key)
+            return True
 
     def release(self, key: str) -> None:
         """Give `key` up (its record is stored, or the node failed). Never deletes another's claim."""

@@ -107,10 +107,12 @@ def adopt_orphans(store: ObjectStore) -> AdoptReport:
         objects: dict[bytes, Loc] = {}
         entries: dict[bytes, ActionEntry] = {}
         packs = dead_writers(runtime.packs_dir)  # again, under the lock: another may have sealed them
+        walked: list[tuple[Path, list[Blob]]] = []
         for pack in packs:
             report.packs += 1
             path = pack_path(runtime.packs_dir, pack)
             blobs = walk_pack(path).blobs
+            walked.append((path, blobs))
             with open(path, "rb") as fh:
                 for blob in blobs:
                     if blob.kind == KIND_OBJECT:
@@ -126,7 +128,7 @@ def adopt_orphans(store: ObjectStore) -> AdoptReport:
                         known = view.find_action(blob.id, look_again=False)
                         if known is None or known.time_ns < time_ns:
                             merge_action(entries, blob.id, ActionEntry(record, time_ns, pack, blob.offset))
-            _seal(path, blobs)  # durable (fsync) before anything of it is named
+            _durable(path)  # (fsync) before anything of it is named
         if objects:  # objects first, then the entries that name them (the store's write order)
             _publish(store, Segment(new_segment_name(), objects=objects))
             report.objects = len(objects)
@@ -134,7 +136,21 @@ def adopt_orphans(store: ObjectStore) -> AdoptReport:
         if checked:
             _publish(store, Segment(new_segment_name(), actions=checked))
             report.entries = sum(1 for entry in checked.values() if entry.record is not None)
+        # Sealed only once what it holds is named: an adopter coming meanwhile finds it unsealed, waits for the lock
+        # and then reads the index with it. Sealed first (before session 72), it was passed over as adopted while its
+        # entries were not yet named: the build beside, taking over the dead build's claims in two threads at once,
+        # asked again for an answer the killed build had written (tests/faults/test_killed_beside.py).
+        for path, blobs in walked:
+            _seal(path, blobs)
     return report
+
+
+def _durable(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _publish(store: ObjectStore, segment: Segment) -> None:

@@ -1,0 +1,94 @@
+"""A build SIGKILLed while another build of the same campaign runs beside it: the other takes over its nodes, pays for
+none twice but the killed one's requests in flight, and leaves none of the killed writer's leftovers (its claims' temp
+files, its leases) behind it (real `claw` processes, the stand-in server, a real SIGKILL)."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+
+from clawstore.testing.standin import StandIn, held
+from tests.hostile.attack import CLAW, run_claw
+from tests.support.claw import env  # noqa: F401 - fixture
+from tests.support.workspace import Workspace, standard
+
+CAMPAIGN = ("--suite", "main", "--run-profile", "rp")
+
+
+def _sent(standin: StandIn, count: int) -> None:
+    deadline = time.monotonic() + 30
+    while len(standin.requests) < count and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert len(standin.requests) >= count, standin.requests
+
+
+def test_a_build_killed_beside_another_leaves_nothing_once_the_other_ends(tmp_path: Path, standin: StandIn,
+                                                                         env: dict[str, str]) -> None:  # noqa: F811
+    """Session 72's kill fuzzer: two builds at once, one killed. The survivor ran to the end (and the next build, a
+    no-op its stamp answers, removes nothing); `claw fsck` counted the killed one's claim files and leases, stale:
+    a build removed a dead writer's leftovers at its start only, when the killed one was still alive."""
+    ws = standard(tmp_path / "ws")  # 2 cases x 2 models, 2 at once
+    ws.run_profile(concurrency=2, defaults={"timeout_seconds": 60})  # (held answers: never a timeout's retry)
+    standin.set_default(held("answers"))
+    first = subprocess.Popen([CLAW, "build", *CAMPAIGN], cwd=ws.root, env=dict(os.environ),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _sent(standin, 2)  # the first build holds two nodes' claims, its requests held
+        second = subprocess.Popen([CLAW, "build", *CAMPAIGN], cwd=ws.root, env=dict(os.environ),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        _sent(standin, 4)  # the second took the two others
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+    standin.release("answers")
+    out, err = second.communicate(timeout=60)
+    assert second.returncode == 0, out + err
+    asked = Counter((r["model"], r["messages"][-1]["content"]) for r in standin.requests)
+    assert len(asked) == 4 and sum(asked.values()) == 6, asked  # the killed one's two in flight, asked again
+
+    fsck = run_claw(ws.root, "fsck")
+    assert fsck.code == 0, fsck
+    assert re.search(r"temp files: \d+ \(0 stale\); stale leases: 0;", fsck.stdout + fsck.stderr), fsck
+
+
+def test_a_node_the_killed_build_finished_is_not_paid_again_by_the_build_beside(tmp_path: Path, standin: StandIn,
+                                                                               env: dict[str, str]) -> None:  # noqa: F811
+    """Killed the moment its progress said a run finished (its record written into its pack, not yet indexed: the
+    0.25 s commit window), the build holds that node's claim still. The build beside, waiting on the claim, takes it
+    over from the dead holder and looks the node up in the index: there it is not yet. Before session 72 it asked
+    again for the answer the killed build had written (what `claw status` or a build starting then adopts)."""
+    ws = Workspace(tmp_path / "ws")
+    for i in range(1, 5):
+        ws.case(f"c{i}", f"Question {i}: name a thing.")
+    ws.suite("main", ["m1"])
+    ws.run_profile(concurrency=2, defaults={"timeout_seconds": 60})  # (held answers: never a timeout's retry)
+    standin.script("vendor/m1", held("first"), match="Question 1:")
+    standin.set_default(held("rest"))
+    first = subprocess.Popen([CLAW, "build", *CAMPAIGN, "--progress", "plain"], cwd=ws.root, env=dict(os.environ),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    second = None
+    try:
+        _sent(standin, 2)  # c1 and c2, claimed by the first build
+        second = subprocess.Popen([CLAW, "build", *CAMPAIGN], cwd=ws.root, env=dict(os.environ),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        _sent(standin, 4)  # c3 and c4 by the second, which waits for c1's and c2's claims
+        standin.release("first")
+        assert first.stderr is not None
+        for line in first.stderr:
+            if "run/m1/c1/0: success" in line:
+                break
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+        standin.release("rest")
+    assert second is not None
+    out, err = second.communicate(timeout=60)
+    assert second.returncode == 0, out + err
+    asked = Counter(r["messages"][-1]["content"].split(":")[0] for r in standin.requests)
+    # c2 was in flight at the kill (paid, never answered to claw): asked again; c1 was answered and written
+    assert asked == {"Question 1": 1, "Question 2": 2, "Question 3": 1, "Question 4": 1}, asked
