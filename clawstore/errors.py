@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from clawstore.values.key_shapes import KEY_SHAPES
+
 _CONTROL = {code: f"\\x{code:02x}" for code in [*range(0x20), 0x7F, 0x85]} | {0x2028: "\\u2028", 0x2029: "\\u2029"}
 
 
@@ -14,11 +16,9 @@ def one_line(text: str, limit: int = 2000) -> str:
     return text if len(text) <= limit else f"{text[:limit]}... (cut: {len(text)} characters in all)"
 
 
-# The shapes of provider and platform keys (OpenAI's, OpenRouter's, Anthropic's `sk-…`, AWS access key ids, GitHub's and
-# Slack's tokens: the shapes evaluate/redact.py knows): a refusal that quotes a value masks them, since a value in the
-# wrong place is often a key pasted there (`base_url: sk-or-v1-…`, `$OPENROUTER_BASE_URL`).
-_KEY_SHAPE = re.compile(r"\bsk-[A-Za-z0-9_-]{16,}|\b(?:AKIA|ASIA)[0-9A-Z]{16}\b|\bgh[pousr]_[A-Za-z0-9]{20,}"
-                        r"|\bgithub_pat_[A-Za-z0-9_]{20,}|\bxox[abprse]-[A-Za-z0-9-]{10,}")
+# A refusal that quotes a value masks a key's shape in it (values/key_shapes.py): a value in the wrong place is often a
+# key pasted there (`base_url: sk-or-v1-…`, `$OPENROUTER_BASE_URL`).
+_KEY_SHAPE = re.compile("|".join(KEY_SHAPES))
 
 
 def quoted(value: object, limit: int = 60) -> str:

@@ -15,21 +15,13 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from clawstore.evaluate.specs import JSON_ATOMS
+from clawstore.values.key_shapes import KEY_HINT, KEY_SHAPES
 
 REDACTED = "[REDACTED]"
 
-_TOKEN_PATTERNS: tuple[re.Pattern[str], ...] = (
-    re.compile(r"sk-or-v1-[A-Za-z0-9]{16,}"),
-    re.compile(r"sk-ant-[A-Za-z0-9_-]{16,}"),
-    re.compile(r"sk-proj-[A-Za-z0-9_-]{16,}"),
-    re.compile(r"\bsk-[A-Za-z0-9_-]{16,}"),
-    re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
-    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}"),
-    re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"),
-    re.compile(r"\bxox[abprse]-[A-Za-z0-9-]{10,}"),
-)
+_TOKEN_PATTERNS: tuple[re.Pattern[str], ...] = tuple(map(re.compile, KEY_SHAPES))
 # A literal every token pattern contains: texts without one are not scanned eight times.
-_TOKEN_HINT = re.compile(r"sk-|AKIA|ASIA|gh[pousr]_|github_pat_|xox[abprse]-")
+_TOKEN_HINT = re.compile(KEY_HINT)
 # `Authorization: Bearer <token>` keeps the scheme word so the text still reads naturally.
 _BEARER = re.compile(r"(?i)(\bbearer\s+)[A-Za-z0-9._~+/=-]{8,}")
 # `api_key = "…"`, `"client_secret": "…"`, `OPENROUTER_API_KEY=…`: keep the name, drop the value.

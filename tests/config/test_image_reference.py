@@ -24,11 +24,8 @@ def _profile(ws: Workspace, image: str) -> None:
                                    "ghcr.io/openclaw/openclaw:2026.4.15\n--privileged"])
 def test_an_image_that_is_no_reference_is_refused(ws: Workspace, claw: Claw, image: str) -> None:
     _profile(ws, image)
-    code, out, err = claw("validate")
-    lines = [line for line in (out + err).splitlines() if line.startswith("configs/")]
-    assert code == 2, out + err
-    assert len(lines) == 1, lines
-    assert lines[0].startswith("configs/run_profiles/rp.yaml: openclaw.image: expected an OCI image reference"), lines
+    line = claw.one_config_error()
+    assert line.startswith("configs/run_profiles/rp.yaml: openclaw.image: expected an OCI image reference"), line
 
 
 @pytest.mark.parametrize("image", ["ghcr.io/openclaw/openclaw:2026.4.15", "openclaw", "localhost:5000/team/oc:v1",

@@ -20,11 +20,9 @@ def _prompt(ws: Workspace, size: int) -> None:
 
 def test_a_judge_prompt_past_the_limit_is_refused(ws: Workspace, claw: Claw) -> None:
     _prompt(ws, 4 * 2**20 + 1)
-    code, out, err = claw("validate")
-    lines = [line for line in (out + err).splitlines() if line.startswith("configs/")]
-    assert code == 2, out + err
-    assert lines == ["configs/evaluation_profiles/ev.yaml: judge_system_prompt_path: prompts/judge.md: file is larger "
-                     "than 4,194,304 bytes (the limit for config files)"], lines
+    line = claw.one_config_error()
+    assert line == ("configs/evaluation_profiles/ev.yaml: judge_system_prompt_path: prompts/judge.md: file is larger "
+                    "than 4,194,304 bytes (the limit for config files)"), line
 
 
 def test_a_judge_prompt_at_the_limit_validates(ws: Workspace, claw: Claw) -> None:

@@ -18,12 +18,9 @@ from tests.support.workspace import Workspace
 def test_an_llm_probe_case_with_nothing_to_send_is_refused(ws: Workspace, claw: Claw, given: dict[str, Any]) -> None:
     (ws.configs / "cases/alpha/none.yaml").write_text("[]\n", encoding="utf-8")
     ws.edit("cases/alpha/test.yaml", lambda doc: doc.update({"input": given}))
-    code, out, err = claw("validate")
-    lines = [line for line in (out + err).splitlines() if line.startswith("configs/")]
-    assert code == 2, out + err
-    assert len(lines) == 1, lines
-    assert lines[0].startswith("configs/cases/alpha/test.yaml: input.messages: "), lines
-    assert "nothing to send" in lines[0], lines
+    line = claw.one_config_error()
+    assert line.startswith("configs/cases/alpha/test.yaml: input.messages: "), line
+    assert "nothing to send" in line, line
 
 
 @pytest.mark.parametrize(("runner", "given"), [

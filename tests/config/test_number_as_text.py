@@ -38,12 +38,9 @@ def test_an_exponent_yaml_reads_as_text_is_explained(ws: Workspace, claw: Claw, 
         doc = doc.replace(model, f"{model}  pricing: {{input: {text}}}\n")
     assert text in doc
     path.write_text(doc, encoding="utf-8")
-    code, out, err = claw("validate")
-    lines = [line for line in (out + err).splitlines() if line.startswith("configs/")]
-    assert code == 2
-    assert len(lines) == 1, lines
-    assert lines[0].startswith(f"configs/{where}: {field}: "), lines
-    assert HINT.format(text) in lines[0], lines
+    line = claw.one_config_error()
+    assert line.startswith(f"configs/{where}: {field}: "), line
+    assert HINT.format(text) in line, line
 
 
 def test_the_forms_yaml_reads_as_numbers_validate(ws: Workspace, claw: Claw) -> None:

@@ -163,13 +163,17 @@ def test_a_url_with_a_credential_anywhere_in_a_models_extras_is_refused(ws: Work
     _validate_refuses(claw, "main.yaml", "primary_params")
 
 
-def test_a_url_with_a_credential_in_a_judges_request_options_is_refused(ws: Workspace, claw: Claw) -> None:
+def _judged_by(ws: Workspace, **judge: Any) -> None:
+    """An evaluation profile `ev` of one judge `j1` with these fields besides its id, type and model."""
     write_yaml(ws.configs / "evaluation_profiles" / "ev.yaml", {
         "schema_version": 1, "evaluation_profile_id": "ev", "title": "Eval",
         "judge_system_prompt": "Judge the answer.",
-        "judges": [{"judge_id": "j1", "type": "llm_probe", "model": "vendor/judge",
-                    "request_options": {"extra_body": {"webhook": f"https://u:{PASSWORD}@hooks.example/j"}}}],
+        "judges": [{"judge_id": "j1", "type": "llm_probe", "model": "vendor/judge", **judge}],
         "judge_runs": [{"judge_run_id": "r1", "judge_id": "j1"}]})
+
+
+def test_a_url_with_a_credential_in_a_judges_request_options_is_refused(ws: Workspace, claw: Claw) -> None:
+    _judged_by(ws, request_options={"extra_body": {"webhook": f"https://u:{PASSWORD}@hooks.example/j"}})
     _validate_refuses(claw, "ev.yaml", "webhook")
 
 
@@ -204,12 +208,7 @@ def test_a_credential_named_key_nested_anywhere_is_refused(ws: Workspace, claw: 
     if where == "model":
         ws.edit("suites/main.yaml", lambda d: d["models"][0].update(primary_params={"api_key": PASSWORD}))
     elif where == "judge":
-        write_yaml(ws.configs / "evaluation_profiles" / "ev.yaml", {
-            "schema_version": 1, "evaluation_profile_id": "ev", "title": "Eval",
-            "judge_system_prompt": "Judge the answer.",
-            "judges": [{"judge_id": "j1", "type": "llm_probe", "model": "vendor/judge",
-                        "request_options": {"extra_headers": {"Authorization": f"Bearer {PASSWORD}"}}}],
-            "judge_runs": [{"judge_run_id": "r1", "judge_id": "j1"}]})
+        _judged_by(ws, request_options={"extra_headers": {"Authorization": f"Bearer {PASSWORD}"}})
     else:
         agent = ws.configs / "agents" / "a1"
         (agent / "workspace").mkdir(parents=True)
@@ -255,11 +254,7 @@ def test_a_key_pasted_as_api_key_env_is_refused_and_never_shown(ws: Workspace, c
         ws.edit("suites/main.yaml", lambda d: d["models"][0].update(api_key_env=PASTED_KEY))
         file, build = "main.yaml", ("build", "--suite", "main", "--run-profile", "rp")
     else:
-        write_yaml(ws.configs / "evaluation_profiles" / "ev.yaml", {
-            "schema_version": 1, "evaluation_profile_id": "ev", "title": "Eval",
-            "judge_system_prompt": "Judge the answer.",
-            "judges": [{"judge_id": "j1", "type": "llm_probe", "model": "vendor/judge", "api_key_env": PASTED_KEY}],
-            "judge_runs": [{"judge_run_id": "r1", "judge_id": "j1"}]})
+        _judged_by(ws, api_key_env=PASTED_KEY)
         file, build = "ev.yaml", ("build", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev")
     for args in (("validate",), build):
         proc = claw.popen(*args)

@@ -44,6 +44,14 @@ class Claw:
     def build(self, *extra: str, suite: str = "main", profile: str = "rp") -> tuple[int, str, str]:
         return self("build", "--suite", suite, "--run-profile", profile, *extra)
 
+    def one_config_error(self) -> str:
+        """`claw validate` refusing the workspace (exit 2) with exactly one line naming a config file: that line."""
+        code, out, err = self("validate")
+        lines = [line for line in (out + err).splitlines() if line.startswith("configs/")]
+        assert code == 2, out + err
+        assert len(lines) == 1, lines
+        return lines[0]
+
     def popen(self, *args: str) -> subprocess.Popen[str]:
         return subprocess.Popen([sys.executable, "-m", "clawstore.cli", *args], cwd=self.root, env=dict(os.environ),
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -14,7 +14,7 @@ from clawstore.config.error_text import got_text, number_text_hint, unquoted_hin
 from clawstore.config.ids import ID_PATTERN
 from clawstore.errors import quoted
 from clawstore.values.costs import PRICE_KEYS
-from clawstore.values.urls import SECRET_KEYS, credential_in_url, is_env_name, is_http_url
+from clawstore.values.urls import ENV_NAME, SECRET_KEYS, credential_in_url, is_env_name, is_http_url
 
 
 def fail(message: str, field: str | None = None) -> PydanticCustomError:
@@ -34,7 +34,7 @@ _WHOLE_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:[/\\]{1,2}\S+")
 
 
 # An environment reference (`${BRAVE_API_KEY}`, which OpenClaw substitutes when it reads its config): no secret.
-_ENV_REFERENCE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
+_ENV_REFERENCE = re.compile(rf"\$\{{{ENV_NAME.pattern}\}}")
 
 
 def _holds_secret(value: Any) -> bool:

@@ -128,7 +128,7 @@ def adopt_orphans(store: ObjectStore) -> AdoptReport:
                         known = view.find_action(blob.id, look_again=False)
                         if known is None or known.time_ns < time_ns:
                             merge_action(entries, blob.id, ActionEntry(record, time_ns, pack, blob.offset))
-            _durable(path)  # (fsync) before anything of it is named
+            fsync_path(path)  # (fsync) before anything of it is named
         if objects:  # objects first, then the entries that name them (the store's write order)
             _publish(store, Segment(new_segment_name(), objects=objects))
             report.objects = len(objects)
@@ -143,14 +143,6 @@ def adopt_orphans(store: ObjectStore) -> AdoptReport:
         for path, blobs in walked:
             _seal(path, blobs)
     return report
-
-
-def _durable(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _publish(store: ObjectStore, segment: Segment) -> None:
