@@ -148,7 +148,8 @@ def container_env(api_key_env: str | None, extra_names: Sequence[str] = (),
 
 def secret_values(env: Mapping[str, str]) -> list[str]:
     """Values that must never be stored: the key, anything named like a secret, and the credential a URL carries
-    (a proxy's `http://user:password@proxy:3128`, an allowed `DATABASE_URL`'s), whatever its variable's name."""
+    (a proxy's `http://user:password@proxy:3128`, an allowed `DATABASE_URL`'s, the engine's DOCKER_HOST when the
+    caller adds engine_env()), whatever its variable's name."""
     named = [v for k, v in env.items() if k == CONTAINER_KEY_ENV or _SECRET_NAME.search(k)]
     values = {form for v in named for form in (v, v.strip()) if len(form) >= 4}  # (stripped: as a reader takes it)
     values.update(part for v in env.values() for part in secrets_in_url(v) if len(part) >= 4)

@@ -26,6 +26,7 @@ from clawstore.runners.openclaw.container import (
     EngineSettings,
     Invocation,
     container_env,
+    engine_env,
     engine_problem,
     secret_values,
 )
@@ -208,7 +209,8 @@ class _Run:
                 "runner_configuration_error",
                 f"environment variable {spec.api_key_env} is not set (the model provider's API key)",
                 "configuration_error"))
-        self.secrets = secret_values(env)
+        # (and the credential the engine's address carries: the CLI quotes a DOCKER_HOST it cannot parse whole)
+        self.secrets = secret_values({**engine_env(), **env})
         self.trace.runner("openclaw_container_env", None, {
             "mode": "allowlist", "variables": sorted(env), "api_key_set": bool(spec.api_key_env),
             "forwarded_count": len(env)})
