@@ -18,13 +18,17 @@ from tests.support.workspace import Workspace
 PASSWORD = "engine-pass-0w9q"
 
 
-@pytest.fixture
-def real_cli(oc: Workspace, docker: FakeDocker) -> Workspace:  # noqa: F811 - the fixtures imported above
-    """The openclaw workspace with its run profile naming the real docker CLI."""
+def need_docker_cli() -> None:
     if shutil.which("docker") is None:
         if in_ci():
             pytest.fail("no docker CLI (CI=true: .ci/run installs docker.io)", pytrace=False)
         pytest.skip("no docker CLI")
+
+
+@pytest.fixture
+def real_cli(oc: Workspace, docker: FakeDocker) -> Workspace:  # noqa: F811 - the fixtures imported above
+    """The openclaw workspace with its run profile naming the real docker CLI."""
+    need_docker_cli()
     profile = oc.configs / "run_profiles" / "rp.yaml"
     profile.write_text(profile.read_text().replace(docker.cli, "docker"))
     return oc
@@ -43,3 +47,22 @@ def test_an_engine_address_the_cli_cannot_read_is_reported_without_its_password(
                                                                            "--run-profile", "rp")):
         code, out, err = claw(*command)
         assert PASSWORD not in out + err
+
+
+def test_gc_says_an_engine_did_not_answer_without_the_password_of_its_address(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The record a killed build left, cleaned up where DOCKER_HOST is as the build had it: the engine is asked with
+    the password (the record holds none), and docker's refusal quoting the address is shown masked."""
+    need_docker_cli()
+    from clawstore.runners.openclaw.container import EngineSettings
+    from clawstore.runners.openclaw.orphans import owner_labels, stop_orphans
+    from clawstore.store import Store
+
+    monkeypatch.setenv("DOCKER_HOST", f"tcp://ops7user:{PASSWORD}@[::1")
+    store = Store(tmp_path / "store")
+    owner_labels(store, "20261207T000000-0badf00d", EngineSettings(docker_cli="docker"))
+    report = stop_orphans(store)
+    assert report.stopped == [] and len(report.unanswered) == 1
+    assert "missing ']'" in report.unanswered[0] and "tcp://***@[::1" in report.unanswered[0], report.unanswered
+    assert PASSWORD not in report.unanswered[0]
+    assert places_holding(store.root, PASSWORD) == []
