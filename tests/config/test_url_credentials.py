@@ -282,3 +282,29 @@ def test_a_key_pasted_as_a_base_url_is_refused_and_never_shown(ws: Workspace, cl
     assert proc.returncode == 2 and "OPENROUTER_BASE_URL" in _one_line(err), (out, err)
     assert PASTED_KEY[:16] not in out + err
     assert standin.requests == []
+
+
+@pytest.mark.parametrize("header", ["x-api-key", "X-Api-Key", "x-goog-api-key", "X-Auth-Token", "Proxy-Authorization",
+                                    "Ocp-Apim-Subscription-Key", "api_token", "access_token"])
+@pytest.mark.parametrize("where", ["model", "judge"])
+def test_a_provider_key_under_a_header_name_is_refused(ws: Workspace, claw: Claw, where: str, header: str) -> None:
+    """Only the names SECRET_KEYS lists were credentials: Anthropic's `x-api-key`, Google's `x-goog-api-key`, Azure
+    APIM's `Ocp-Apim-Subscription-Key`, `X-Auth-Token`, `Proxy-Authorization` under `extra_headers` validated, and
+    the key was hashed into every run's (or judgement's) config and stored with it (before session 73)."""
+    headers = {"extra_headers": {header: PASSWORD}}
+    if where == "model":
+        ws.edit("suites/main.yaml", lambda d: d["models"][0].update(primary_params=headers))
+    else:
+        _judged_by(ws, request_options=headers)
+    line = claw.one_config_error()
+    assert header in line and "credential" in line and PASSWORD not in line, line
+
+
+def test_names_that_only_end_like_a_credential_are_accepted(ws: Workspace, claw: Claw) -> None:
+    """Request settings whose names hold `key` or `token` and no secret (OpenAI's `prompt_cache_key`, a tokenizer's
+    `eos_token`, `max_tokens`), and headers that name no credential."""
+    ws.edit("suites/main.yaml", lambda d: d["models"][0].update(primary_params={
+        "prompt_cache_key": "case-7", "eos_token": "</s>", "max_tokens": 64,
+        "extra_headers": {"X-Title": "bench", "HTTP-Referer": "https://bench.example", "x-request-key-id": "k1"}}))
+    code, out, err = claw("validate")
+    assert code == 0, (out, err)
