@@ -48,8 +48,8 @@ def reject_credential_urls(value: Any, hint: str, field: str = "") -> None:
     """A URL carrying a credential anywhere in a config's free part (a model's extras, a judge's request options, an
     agent's openclaw block) is refused as a `base_url`'s is: the config is stored with every run. So is a key named
     as a credential (is_credential_key: `primary_params.api_key`, `request_options.extra_headers.Authorization` or
-    `x-api-key`, an agent's `tools.web.search.apiKey`) at any depth when it holds text or a number (a mapping under it, as a JSON schema's
-    `password` property, is no secret; nor is `${NAME}`, an environment reference)."""
+    `x-api-key`, an agent's `tools.web.search.apiKey`) at any depth when it holds text or a number (a mapping under
+    it, as a JSON schema's `password` property, is no secret; nor is `${NAME}`, an environment reference)."""
     if isinstance(value, dict):
         for key, item in value.items():
             inner = f"{field}{key}" if not field or field.endswith(".") else f"{field}.{key}"
