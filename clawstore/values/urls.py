@@ -38,6 +38,16 @@ def is_env_name(text: str) -> bool:
     return ENV_NAME.fullmatch(text.strip()) is not None
 
 
+def named_variable(name: str) -> str:
+    """`environment variable NAME` as a message names an API key's variable; a name that looks like a key pasted in its
+    place (20 characters or more, letters and digits mixed, lowercase among them, no `_`: Azure's 32 hex characters, a
+    Google `AIza…` key; names are words joined by `_`, OPENROUTER_API_KEY) is not shown."""
+    if len(name) >= 20 and "_" not in name and any(c.isdigit() for c in name) and any(c.islower() for c in name):
+        return (f"the environment variable api_key_env names ({len(name)} characters, not shown: it looks like a key "
+                "pasted in place of the variable's name)")
+    return f"environment variable {name}"
+
+
 def is_http_url(text: str) -> bool:
     """http(s) with a host and, if any, a port 0-65535: `localhost:8000/v1` (no scheme), `ftp://…`, `http://:8000/v1`
     (no host), `http://[::1` (an unclosed IPv6 bracket) or `http://host:99999/v1` cannot take a chat request (a port

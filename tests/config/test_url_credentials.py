@@ -308,3 +308,27 @@ def test_names_that_only_end_like_a_credential_are_accepted(ws: Workspace, claw:
         "extra_headers": {"X-Title": "bench", "HTTP-Referer": "https://bench.example", "x-request-key-id": "k1"}}))
     code, out, err = claw("validate")
     assert code == 0, (out, err)
+
+
+NAME_LIKE_KEYS = ["c0ffee1234567890abcdef1234567890", "AIzaSyD4x7Qm2Lp9Zt6Wb3Nc8Rk1Hv5Jy0Fe2Ug"]
+
+
+@pytest.mark.parametrize("key", NAME_LIKE_KEYS, ids=["azure-hex", "google"])
+@pytest.mark.parametrize("where", ["model", "judge"])
+def test_a_key_pasted_as_api_key_env_that_is_also_a_name_is_never_shown(ws: Workspace, claw: Claw,
+                                                                         standin: StandIn, where: str,
+                                                                         key: str) -> None:
+    """A key made of letters and digits alone (Azure's 32 hex characters, a Google `AIza…` key) is also a variable's
+    name: pasted as `api_key_env` it validates (the schema takes any name), and the build printed it whole in
+    'environment variable c0ffee… is not set' to the terminal and the CI log (before session 73). The build still
+    stops before any request; the name is not shown when it looks like a key."""
+    if where == "model":
+        ws.edit("suites/main.yaml", lambda d: d["models"][0].update(api_key_env=key))
+        args: tuple[str, ...] = ()
+    else:
+        _judged_by(ws, api_key_env=key)
+        args = ("--evaluation-profile", "ev")
+    code, out, err = claw.build(*args)
+    assert code == 2 and "api_key_env" in err and "looks like a key" in err, out + err
+    assert key[:12] not in out + err
+    assert [r for r in standin.requests if r["model"] == "vendor/judge"] == []

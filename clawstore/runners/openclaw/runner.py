@@ -43,6 +43,7 @@ from clawstore.runners.pricing import pricing
 from clawstore.store.core.ids import oid_of
 from clawstore.values.canonical import strict_json
 from clawstore.values.costs import PRICE_NAMES, PRICED, UNKNOWN
+from clawstore.values.urls import named_variable
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
@@ -207,7 +208,7 @@ class _Run:
         if spec.api_key_env and not env.get(CONTAINER_KEY_ENV, "").strip():
             raise _Failure("failed", RunError(
                 "runner_configuration_error",
-                f"environment variable {spec.api_key_env} is not set (the model provider's API key)",
+                f"{named_variable(spec.api_key_env)} is not set (the model provider's API key)",
                 "configuration_error"))
         # (and the credential the engine's address carries: the CLI quotes a DOCKER_HOST it cannot parse whole)
         self.secrets = secret_values({**engine_env(), **env})
