@@ -42,9 +42,9 @@ def _unreadable(options: Mapping[str, Any]) -> list[tuple[str, str]]:
     tools = [options.get(key) for key in ("tools", "functions") if options.get(key)]
     choice = options.get("tool_choice", options.get("function_call"))
     choice_key = "tool_choice" if "tool_choice" in options else "function_call"
-    if isinstance(choice, Mapping) or choice in _FORCING:
+    if _forces_a_call(choice):
         said.append((choice_key, f"every reply is a tool call, with no text to read a verdict in: {_PAID}"))
-    elif tools and choice != "none":
+    elif tools and not (choice == "none" or (isinstance(choice, Mapping) and choice.get("type") == "none")):
         key = "tools" if options.get("tools") else "functions"
         said.append((key, "the judge may answer with a tool call, which has no text to read a verdict in: "
                           f"{_PAID} (tool_choice: none sends the tools without that)"))
@@ -69,6 +69,15 @@ def _unreadable(options: Mapping[str, Any]) -> list[tuple[str, str]]:
     if isinstance(modalities, list) and modalities and "text" not in modalities:
         said.append(("modalities", f"a reply with no text holds {_PAID}"))
     return said
+
+
+def _forces_a_call(choice: Any) -> bool:
+    """A tool choice that makes the reply a call: `required` / `any`, OpenAI's `{type: function, function: …}` (or
+    `allowed_tools` in mode `required`), Anthropic's `{type: tool | any}`, the legacy `function_call: {name: …}`."""
+    if isinstance(choice, Mapping):
+        return choice.get("type") in ("function", "tool", "any", "custom") or choice.get("mode") == "required" \
+            or ("name" in choice and "type" not in choice)
+    return choice in _FORCING
 
 
 def _schema_without_verdict(response_format: Any) -> list[str]:

@@ -29,6 +29,9 @@ WARNED = [
      "every reply is a tool call"),
     ({"tools": [TOOL], "tool_choice": "required"}, "tool_choice", "every reply is a tool call"),
     ({"tools": [TOOL]}, "tools", "may answer with a tool call"),
+    ({"tools": [TOOL], "tool_choice": {"type": "auto"}}, "tools", "may answer with a tool call"),
+    ({"functions": [TOOL["function"]], "function_call": {"name": "verdict"}}, "function_call",
+     "every reply is a tool call"),
     ({"max_tokens": 20}, "max_tokens", "cut at 20 tokens"),
     ({"max_completion_tokens": 64}, "max_completion_tokens", "cut at 64 tokens"),
     ({"stop": ["}"]}, "stop", "every verdict holds '}'"),
@@ -39,7 +42,8 @@ WARNED = [
     ({"modalities": ["audio"]}, "modalities", "no text"),
 ]
 QUIET = [{"logprobs": True, "top_logprobs": 2}, {"max_tokens": 1024}, {"stop": ["###"]}, {"n": 1},
-         {"tools": [TOOL], "tool_choice": "none"}, {"response_format": {"type": "json_object"}},
+         {"tools": [TOOL], "tool_choice": "none"}, {"tools": [TOOL], "tool_choice": {"type": "none"}},
+         {"response_format": {"type": "json_object"}},
          {"response_format": {"type": "json_object", "schema": VERDICT_SCHEMA}},
          {"response_format": {"type": "json_schema", "json_schema": {"name": "v", "schema": VERDICT_SCHEMA}}},
          {"modalities": ["text"]}]
