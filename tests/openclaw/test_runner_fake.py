@@ -580,6 +580,19 @@ def test_an_allowed_variable_holding_a_known_key_shape_is_never_stored(make_spec
     assert token not in json.dumps(outcome.artifact)
 
 
+def test_an_ssh_engines_login_name_is_no_secret(make_spec, fake_docker, store, tmp_path, monkeypatch):
+    """`DOCKER_HOST=ssh://deploy@host`: a login's name (ssh takes no password in the URL, docker refuses one). The
+    engine's address is redacted for its credential, and kept masked in the build's container record: its user alone
+    is neither, or every `deploy` the agent wrote would be `[redacted]` (the record keeps it whole: orphans.py)."""
+    monkeypatch.setenv("DOCKER_HOST", "ssh://deploy@127.0.0.1:2222")
+    fake_docker.script(turns=[{"write": {"notes.md": "deploy to staging\n"}, "payload": payload("deploy done")}])
+    outcome = run_openclaw(make_spec(), store, tmp_path, build_id="20261207T000000-00c0ffee")
+    assert outcome.status == "success", outcome.artifact["error"]
+    assert "deploy done" in json.dumps(outcome.artifact) and "[redacted]" not in json.dumps(outcome.artifact)
+    [record] = (store.root / "containers").glob("*.json")
+    assert json.loads(record.read_text())["engine"] == {"DOCKER_HOST": "ssh://deploy@127.0.0.1:2222"}
+
+
 @pytest.mark.parametrize("step", ["validate", "turn"])
 def test_a_secret_across_the_kept_tail_of_a_failed_steps_output_leaves_no_part_of_it(
         make_spec, fake_docker, store, tmp_path, step):

@@ -21,7 +21,7 @@ from clawstore.host.run_limits import MAX_OUTPUT_BYTES
 from clawstore.host.scratch import remove_tree
 from clawstore.runners.openclaw.config import CONTAINER_KEY_ENV
 from clawstore.values.key_shapes import KEY_SHAPES
-from clawstore.values.urls import secrets_in_url
+from clawstore.values.urls import secrets_in_url, shown_url
 
 LABEL = "clawstore.openclaw"
 MOUNT_POINT = "/work"
@@ -150,8 +150,8 @@ def container_env(api_key_env: str | None, extra_names: Sequence[str] = (),
 
 def secret_values(env: Mapping[str, str]) -> list[str]:
     """Values that must never be stored: the key, anything named like a secret, the credential a URL carries (a
-    proxy's `http://user:password@proxy:3128`, an allowed `DATABASE_URL`'s, the engine's DOCKER_HOST when the caller
-    adds engine_env()) and a value holding a key's shape (an allowed `GH_PAT=ghp_…`: values/key_shapes.py), whatever
+    proxy's `http://user:password@proxy:3128`, an allowed `DATABASE_URL`'s; the engine's are engine_secrets) and a
+    value holding a key's shape (an allowed `GH_PAT=ghp_…`: values/key_shapes.py), whatever
     its variable's name."""
     shaped = {k: [m.group(0) for shape in _KEY_SHAPES for m in shape.finditer(v)] for k, v in env.items()}
     named = [v for k, v in env.items() if k == CONTAINER_KEY_ENV or _SECRET_NAME.search(k) or shaped[k]]
@@ -205,6 +205,26 @@ def _cli_env(hidden: Sequence[str], engine: Mapping[str, str] | None = None) -> 
 def engine_env() -> dict[str, str]:
     """This process's engine variables (ENGINE_VARS that are set)."""
     return {name: os.environ[name] for name in ENGINE_VARS if name in os.environ}
+
+
+def _ssh_login(address: str) -> bool:
+    """`ssh://deploy@host`: a login's name, no credential (ssh takes no password in the URL, docker refuses one)."""
+    scheme, sep, rest = address.strip().partition("://")
+    return bool(sep) and scheme.lower() == "ssh" and ":" not in rest.partition("/")[0].rpartition("@")[0]
+
+
+def engine_secrets(engine: Mapping[str, str]) -> list[str]:
+    """The credentials the engine's addresses carry (`tcp://user:password@host`, a query's token), never stored: the
+    CLI quotes an address it cannot parse whole. Not an ssh login's name: redacted, every `deploy` an agent wrote
+    would be."""
+    return [part for value in engine.values() if not _ssh_login(value)
+            for part in secrets_in_url(value) if len(part) >= 4]
+
+
+def engine_address_shown(address: str) -> str:
+    """An engine's address as a build's container record keeps it (orphans.py): its credential masked as claw shows
+    URLs (`tcp://***@host:2375`), an ssh login's name kept."""
+    return address if _ssh_login(address) else shown_url(address)
 
 
 def _quick(settings: EngineSettings, args: Sequence[str], hidden: Sequence[str] = (),

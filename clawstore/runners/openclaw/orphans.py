@@ -16,12 +16,13 @@ from clawstore.host.durable import write_file_atomic
 from clawstore.runners.openclaw.container import (
     LABEL,
     EngineSettings,
+    engine_address_shown,
     engine_env,
     labelled_containers,
     remove_container,
 )
 from clawstore.values.canonical import canonical_json
-from clawstore.values.urls import shown_text, shown_url
+from clawstore.values.urls import shown_text
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
@@ -41,7 +42,7 @@ class OrphanReport:
 def owner_labels(store: Store, build_id: str, settings: EngineSettings) -> tuple[str, ...]:
     """The labels naming the build a container belongs to, recorded in the store first (once per build,
     CLI and engine) so that whoever finds the build dead knows where to look."""
-    engine = {name: shown_url(value) for name, value in engine_env().items()}  # (no password: _engine_to_ask)
+    engine = {name: engine_address_shown(value) for name, value in engine_env().items()}  # (see _engine_to_ask)
     doc = {"build_id": build_id, "docker_cli": settings.docker_cli, "engine": engine, "host": socket.gethostname()}
     body = canonical_json(doc)
     path = store.root / RECORDS / f"{build_id}.{blake3.blake3(body).hexdigest()[:16]}.json"
@@ -89,10 +90,10 @@ def stop_orphans(store: Store, build_id: str | None = None) -> OrphanReport:
 
 def _engine_to_ask(recorded: dict[str, str]) -> dict[str, str]:
     """The engine variables a record names, each as this process has it when it is the same address but for the
-    credential the record masks (`tcp://***@host:2375`, `ssh://***@host`): a record never holds a password, and an
-    engine behind one is reached from the environment that built (else its record waits, unanswered)."""
+    credential the record masks (`tcp://***@host:2375`; an ssh login's name is kept): a record never holds a password,
+    and an engine behind one is reached from the environment that built (else its record waits, unanswered)."""
     current = engine_env()
-    return {name: current[name] if name in current and shown_url(current[name]) == value else value
+    return {name: current[name] if name in current and engine_address_shown(current[name]) == value else value
             for name, value in recorded.items()}
 
 

@@ -28,6 +28,7 @@ from clawstore.runners.openclaw.container import (
     container_env,
     engine_env,
     engine_problem,
+    engine_secrets,
     secret_values,
 )
 from clawstore.runners.openclaw.orphans import owner_labels
@@ -211,7 +212,7 @@ class _Run:
                 f"{named_variable(spec.api_key_env)} is not set (the model provider's API key)",
                 "configuration_error"))
         # (and the credential the engine's address carries: the CLI quotes a DOCKER_HOST it cannot parse whole)
-        self.secrets = secret_values({**engine_env(), **env})
+        self.secrets = sorted({*secret_values(env), *engine_secrets(engine_env())}, key=len, reverse=True)
         self.trace.runner("openclaw_container_env", None, {
             "mode": "allowlist", "variables": sorted(env), "api_key_set": bool(spec.api_key_env),
             "forwarded_count": len(env)})
