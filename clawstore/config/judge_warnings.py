@@ -12,12 +12,13 @@ from typing import Any
 from clawstore.config.ids import DIMENSIONS
 from clawstore.values.judge_options import JUDGE_OWN_FIELDS
 
-# The verdict's top-level fields (evaluate/judge_contract.py), and the verdict as a judge may write it: a stop
-# sequence found in it ends every reply before its end.
+# The verdict's top-level fields (evaluate/judge_contract.py), and the verdict as a judge may write it (compact,
+# indented, in a ```json fence, which the contract reads): a stop sequence found in it ends the reply before its end.
 VERDICT_FIELDS = ("summary", "dimensions", "overall")
 _SCORED = {"evidence": ["seen"], "score": 5}
 _VERDICT = {"summary": "s", "dimensions": {name: _SCORED for name in DIMENSIONS}, "overall": _SCORED}
-_VERDICT_TEXTS = (json.dumps(_VERDICT), json.dumps(_VERDICT, separators=(",", ":")), json.dumps(_VERDICT, indent=2))
+_VERDICT_TEXTS = (json.dumps(_VERDICT), json.dumps(_VERDICT, separators=(",", ":")), json.dumps(_VERDICT, indent=2),
+                  f"```json\n{json.dumps(_VERDICT, indent=2)}\n```")
 # Fewer output tokens than a verdict (a summary, six dimensions with their evidence, the overall) takes: below this
 # every reply is cut (finish_reason `length`). The smallest verdict the contract takes is about 80 tokens; one with
 # its evidence written, a few hundred.

@@ -36,6 +36,7 @@ WARNED = [
     ({"max_completion_tokens": 64}, "max_completion_tokens", "cut at 64 tokens"),
     ({"stop": ["}"]}, "stop", "every verdict holds '}'"),
     ({"stop": "\n"}, "stop", "every verdict holds '\\n'"),
+    ({"stop": ["</s>", "```"]}, "stop", "every verdict holds '```'"),
     ({"n": 3}, "n", "the first of the 3 choices"),
     ({"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": OTHER_SCHEMA}}},
      "response_format", "no summary, dimensions, overall"),
