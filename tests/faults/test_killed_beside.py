@@ -92,3 +92,45 @@ def test_a_node_the_killed_build_finished_is_not_paid_again_by_the_build_beside(
     asked = Counter(r["messages"][-1]["content"].split(":")[0] for r in standin.requests)
     # c2 was in flight at the kill (paid, never answered to claw): asked again; c1 was answered and written
     assert asked == {"Question 1": 1, "Question 2": 2, "Question 3": 1, "Question 4": 1}, asked
+
+
+KILLED = "was killed before it finished: by its log's last write it had executed"
+
+
+def test_a_build_killed_beside_a_build_that_finishes_is_still_named(tmp_path: Path, standin: StandIn,
+                                                                   env: dict[str, str]) -> None:  # noqa: F811
+    """Two builds of one campaign (two terminals, CI and a laptop on one store), the first SIGKILLed with requests in
+    flight (paid, never answered to claw). Before session 73 the survivor said nothing of it, and once its head moved
+    (past the killed build's start) `claw status` and `claw report` stopped naming it: its spending was shown nowhere
+    but in `claw query`'s builds (running, cost NULL). Now the survivor names it at its end, status and report go on
+    naming it, and the next build, which found it killed at its start, names it once more and settles it."""
+    ws = standard(tmp_path / "ws")  # 2 cases x 2 models, 2 at once
+    ws.run_profile(concurrency=2, defaults={"timeout_seconds": 60})  # (held answers: never a timeout's retry)
+    standin.set_default(held("answers"))
+    first = subprocess.Popen([CLAW, "build", *CAMPAIGN], cwd=ws.root, env=dict(os.environ),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _sent(standin, 2)
+        second = subprocess.Popen([CLAW, "build", *CAMPAIGN], cwd=ws.root, env=dict(os.environ),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        _sent(standin, 4)
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+    standin.release("answers")
+    out, err = second.communicate(timeout=60)
+    assert second.returncode == 0, out + err
+    [journal] = [p for p in Path(env["CLAW_STORE"]).rglob("*.jsonl") if p.parent.name == "builds"]  # (the killed's)
+    killed = journal.stem
+    assert KILLED in err and killed in err, err  # the survivor's summary names it
+
+    status = run_claw(ws.root, "status", *CAMPAIGN)
+    assert status.code == 0 and KILLED in status.stderr and killed in status.stderr, status
+    assert "spent an unknown amount" in status.stderr and "0.000000" not in status.stderr, status
+    report = run_claw(ws.root, "report", *CAMPAIGN, "--no-chart")
+    assert report.code == 0 and KILLED in report.stderr and killed in report.stderr, report
+
+    again = run_claw(ws.root, "build", *CAMPAIGN)  # (a no-op its stamp answers: it found the killed one at its start)
+    assert again.code == 0 and KILLED in again.stderr and killed in again.stderr, again
+    assert KILLED not in run_claw(ws.root, "status", *CAMPAIGN).stderr
+    assert KILLED not in run_claw(ws.root, "build", *CAMPAIGN).stderr
