@@ -129,6 +129,8 @@ def test_a_build_killed_beside_a_build_that_finishes_is_still_named(tmp_path: Pa
     assert "spent an unknown amount" in status.stderr and "0.000000" not in status.stderr, status
     report = run_claw(ws.root, "report", *CAMPAIGN, "--no-chart")
     assert report.code == 0 and KILLED in report.stderr and killed in report.stderr, report
+    view = run_claw(ws.root, "view", *CAMPAIGN, "--out", str(tmp_path / "view.html"))
+    assert view.code == 0 and KILLED in view.stderr and killed in view.stderr, view
 
     again = run_claw(ws.root, "build", *CAMPAIGN)  # (a no-op its stamp answers: it found the killed one at its start)
     assert again.code == 0 and KILLED in again.stderr and killed in again.stderr, again
