@@ -13,10 +13,11 @@ from clawstore.graph.records import kept_outcome, make_record
 from clawstore.host.scratch import OwnedScratch, scratch_dir
 from clawstore.providers.errors import ProviderError
 from clawstore.providers.usage import counts_alone_unknown, stored_tokens
-from clawstore.runners.pricing import record_cost
+from clawstore.runners.pricing import priced_cost, pricing, record_cost
 from clawstore.store.documents import KNOWN_PART, TOKEN_METRICS
 from clawstore.values.canonical import canonical_json
 from clawstore.values.clock import utc_now
+from clawstore.values.costs import UNKNOWN
 
 if TYPE_CHECKING:
     from clawstore.builder.clients import ChatClient, OpenClawCluster
@@ -35,13 +36,20 @@ KEEP_ARTIFACT_MAX = 8 * 1024
 def _metrics(usage: dict[str, Any], latency: float, model_extras: dict[str, Any]) -> dict[str, Any]:
     normalized = usage.get("normalized") or {}
     known = not (usage.get("usage_rejected") or usage.get("tokens_unknown"))  # (never 0 for counts nobody sent)
-    return record_cost({
+    metrics = record_cost({
         **stored_tokens(normalized, TOKEN_METRICS, known=known),
         "cost_usd": usage.get("cost_usd"),
         "latency_s": round(latency, 6),
-        **{name: usage[name] for name in KNOWN_PART if not known and name in usage},  # (what it spent at least)
     }, model_extras, usage.get("cost_source"), counts_alone=counts_alone_unknown(usage),
         nothing_sent=usage.get("nothing_sent") is True)
+    if metrics["cost_source"] == UNKNOWN:  # what it spent at least (an OpenClaw transcript's, an llm_probe's answers)
+        metrics.update({name: usage[name] for name in KNOWN_PART if name in usage and (
+            name == "cost_known_usd" or not known)})
+        prices = pricing(model_extras)
+        if "cost_known_usd" not in metrics and prices is not None and metrics.get("input_tokens_known") is not None:
+            metrics["cost_known_usd"] = priced_cost(prices, metrics["input_tokens_known"],
+                                                    metrics.get("output_tokens_known") or 0)
+    return metrics
 
 
 def record_run(store: Store, node: Node, artifact: dict[str, Any], outputs: dict[str, Any], latency: float,

@@ -135,3 +135,60 @@ def judge_count(standin: StandIn) -> int:
     from tests.support.judging import judge_requests
 
     return judge_requests(standin)
+
+
+def _runs(workspace: Workspace) -> dict[str, dict[str, object]]:
+    done = run_here(workspace.root, "query", "select model_id, case_id, cost_usd, cost_source, cost_known_usd, "
+                                             "input_tokens_known from runs", "--format", "json")
+    assert done.code == 0, done
+    return {f"{r['model_id']}/{r['case_id']}": r for r in json.loads(done.stdout)}
+
+
+def test_a_run_whose_first_attempt_timed_out_and_whose_retry_answered_costs_at_least_the_answer(
+        ws: Workspace, standin: StandIn) -> None:  # noqa: F811
+    """docs/building.md: such a run "costs `≥` the answer's". Before session 73 it said `?`, its `cost_known_usd` 0:
+    the answer's reported cost (m1) and its tokens at the declared prices (m2) were dropped with the timed-out
+    attempt's unknown."""
+    ws.edit("suites/main.yaml", lambda d: d["models"][1].update(pricing=PRICES))
+    ws.run_profile(defaults={"timeout_seconds": 1, "retries": 1})
+    for model in ("vendor/m1", "vendor/m2"):
+        standin.script(model, hang(3), {"content": "four", **({"usage": {"cost": None}} if model[-1] == "2" else {})},
+                       match="2 + 2")
+    standin.script("vendor/m2", {"content": "blue", "usage": {"cost": None}})
+    built = run_claw(ws.root, "build", *CAMPAIGN)
+    assert built.code == 0 and "Traceback" not in built.stderr, built
+    runs = _runs(ws)
+    for timed_out in ("m1/alpha", "m2/alpha"):
+        row = runs[timed_out]
+        assert row["cost_usd"] is None and row["cost_source"] == "unknown", row
+        assert isinstance(row["cost_known_usd"], float) and row["cost_known_usd"] > 0, row
+        assert isinstance(row["input_tokens_known"], int) and row["input_tokens_known"] > 0, row
+    known = sum(float(r["cost_known_usd"]) for r in runs.values())  # type: ignore[arg-type]
+    line = next(line for line in built.stdout.splitlines() if line.startswith("build "))
+    assert f"cost spent ≥{known:.6f} USD (2 of 4 unknown, 1 of 4 priced)" in line, (line, runs)
+    cost, _ = _shown(ws, *CAMPAIGN)
+    assert cost.startswith(f"Cost (USD): runs ≥{known:.5f}"), cost
+
+
+def test_an_error_reply_s_tokens_without_a_cost_are_not_dropped_from_the_answer_s_cost(
+        ws: Workspace, standin: StandIn) -> None:  # noqa: F811
+    """A 500 that counts 150 tokens and reports no cost, then its retry's answer that reports its cost: the run's
+    cost was the answer's alone, `reported` and exact (0.000012 USD), its 150 tokens' part dropped without a word.
+    Now it is unknown without declared prices (`≥` the answer's), and all its tokens at them with (m2)."""
+    ws.edit("suites/main.yaml", lambda d: d["models"][1].update(pricing=PRICES))
+    ws.run_profile(defaults={"retries": 1})
+    counted = {"prompt_tokens": 100, "completion_tokens": 50}
+    for model in ("vendor/m1", "vendor/m2"):
+        standin.script(model, error(500, "upstream failed", usage=counted), {"content": "four"}, match="2 + 2")
+    built = run_claw(ws.root, "build", *CAMPAIGN)
+    assert built.code == 0 and "Traceback" not in built.stderr, built
+    runs = _runs(ws)
+    m1, m2 = runs["m1/alpha"], runs["m2/alpha"]
+    assert m1["cost_usd"] is None and m1["cost_source"] == "unknown", m1
+    assert isinstance(m1["cost_known_usd"], float) and m1["cost_known_usd"] > 0, m1  # the answer's, at least
+    done = run_here(ws.root, "query", "select input_tokens, output_tokens from runs where model_id = 'm2' and "
+                                      "case_id = 'alpha'", "--format", "json")
+    [tokens] = json.loads(done.stdout)
+    assert tokens["input_tokens"] > 100 and tokens["output_tokens"] > 50, tokens
+    priced = (tokens["input_tokens"] * PRICES["input"] + tokens["output_tokens"] * PRICES["output"]) / 1e6
+    assert m2["cost_source"] == "priced" and m2["cost_usd"] == pytest.approx(priced), m2
