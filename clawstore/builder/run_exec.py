@@ -13,11 +13,10 @@ from clawstore.graph.records import kept_outcome, make_record
 from clawstore.host.scratch import OwnedScratch, scratch_dir
 from clawstore.providers.errors import ProviderError
 from clawstore.providers.usage import counts_alone_unknown, stored_tokens
-from clawstore.runners.pricing import priced_cost, pricing, record_cost
-from clawstore.store.documents import KNOWN_PART, TOKEN_METRICS
+from clawstore.runners.pricing import record_cost, with_known_part
+from clawstore.store.documents import TOKEN_METRICS
 from clawstore.values.canonical import canonical_json
 from clawstore.values.clock import utc_now
-from clawstore.values.costs import UNKNOWN
 
 if TYPE_CHECKING:
     from clawstore.builder.clients import ChatClient, OpenClawCluster
@@ -42,14 +41,7 @@ def _metrics(usage: dict[str, Any], latency: float, model_extras: dict[str, Any]
         "latency_s": round(latency, 6),
     }, model_extras, usage.get("cost_source"), counts_alone=counts_alone_unknown(usage),
         nothing_sent=usage.get("nothing_sent") is True)
-    if metrics["cost_source"] == UNKNOWN:  # what it spent at least (an OpenClaw transcript's, an llm_probe's answers)
-        metrics.update({name: usage[name] for name in KNOWN_PART if name in usage and (
-            name == "cost_known_usd" or not known)})
-        prices = pricing(model_extras)
-        if "cost_known_usd" not in metrics and prices is not None and metrics.get("input_tokens_known") is not None:
-            metrics["cost_known_usd"] = priced_cost(prices, metrics["input_tokens_known"],
-                                                    metrics.get("output_tokens_known") or 0)
-    return metrics
+    return with_known_part(metrics, usage, model_extras, known)  # (what it spent at least, when unknown)
 
 
 def record_run(store: Store, node: Node, artifact: dict[str, Any], outputs: dict[str, Any], latency: float,

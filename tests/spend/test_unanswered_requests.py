@@ -192,3 +192,35 @@ def test_an_error_reply_s_tokens_without_a_cost_are_not_dropped_from_the_answer_
     assert tokens["input_tokens"] > 100 and tokens["output_tokens"] > 50, tokens
     priced = (tokens["input_tokens"] * PRICES["input"] + tokens["output_tokens"] * PRICES["output"]) / 1e6
     assert m2["cost_source"] == "priced" and m2["cost_usd"] == pytest.approx(priced), m2
+
+
+def test_a_judgement_whose_first_attempt_timed_out_costs_at_least_its_answer(
+        ws: Workspace, standin: StandIn) -> None:  # noqa: F811
+    """The same for a judge (client retries 1): its timed-out attempt made the judgement's cost `?` with no known
+    part; its answer's reported cost (j1) and its tokens at the declared prices (j2) are kept now. And a judge
+    reply that counted tokens and no cost (invalid, asked again) beside one that reported its cost: the judgement's
+    cost was the second's alone, exact."""
+    from tests.support.judging import JUDGE, eval_profile, judge_reply
+
+    ws.edit("suites/main.yaml", lambda d: d.update(models=d["models"][:1]))
+    judge = {"judge_id": "j1", "type": "llm_probe", "model": JUDGE, "retries": 1, "timeout_seconds": 1}
+    eval_profile(ws, repetitions=1, judges=[judge, {**judge, "judge_id": "j2", "model": "judge/j2",
+                                                    "pricing": PRICES}],
+                 judge_runs=[{"judge_run_id": "a", "judge_id": "j1", "repetitions": 1},
+                             {"judge_run_id": "b", "judge_id": "j2", "repetitions": 1}])
+    standin.script(JUDGE, hang(3), judge_reply(7.0), match="2 + 2")
+    standin.script("judge/j2", hang(3), {**judge_reply(7.0), "usage": {"cost": None}}, match="2 + 2")
+    standin.script(JUDGE, {"content": "not JSON", "usage": {"cost": None}}, judge_reply(7.0), match="colour")
+    standin.script("judge/j2", {**judge_reply(7.0), "usage": {"cost": None}}, match="colour")
+    built = run_claw(ws.root, "build", *CAMPAIGN, "--evaluation-profile", "ev")
+    assert built.code == 0 and "Traceback" not in built.stderr, built
+    done = run_here(ws.root, "query", "select case_id, judge_id, cost_usd, cost_source, cost_known_usd, input_tokens "
+                                      "from judgements", "--format", "json")
+    rows = {(r["case_id"], r["judge_id"]): r for r in json.loads(done.stdout)}
+    for timed_out in (("alpha", "j1"), ("alpha", "j2")):
+        row = rows[timed_out]
+        assert row["cost_usd"] is None and row["cost_source"] == "unknown", row
+        assert isinstance(row["cost_known_usd"], float) and row["cost_known_usd"] > 0, row
+    mixed = rows[("beta", "j1")]  # (no price declared: unknown, `≥` the valid reply's reported cost)
+    assert mixed["cost_usd"] is None and mixed["cost_source"] == "unknown", mixed
+    assert isinstance(mixed["cost_known_usd"], float) and mixed["cost_known_usd"] > 0, mixed
