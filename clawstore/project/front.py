@@ -455,8 +455,8 @@ class Project:
         if journals(found.store_root):  # (else none was killed: the store is not opened)
             from clawstore.store.store import Store
 
-            store = Store(found.store_root)
-            notes += _name_killed(store, doc.campaign_id, _killed(store, doc.campaign_id), build_id)
+            with contextlib.closing(Store(found.store_root, create=False)) as store:
+                notes += _name_killed(store, doc.campaign_id, _killed(store, doc.campaign_id), build_id)
         return Built(doc.campaign_id, build_id, rows, doc.counts,
                      {**{name: 0 for name in TOKEN_METRICS}, "cost_usd": 0.0},
                      from_stamp=True, notes=notes)
