@@ -92,6 +92,11 @@ def test_a_node_the_killed_build_finished_is_not_paid_again_by_the_build_beside(
     asked = Counter(r["messages"][-1]["content"].split(":")[0] for r in standin.requests)
     # c2 was in flight at the kill (paid, never answered to claw): asked again; c1 was answered and written
     assert asked == {"Question 1": 1, "Question 2": 2, "Question 3": 1, "Question 4": 1}, asked
+    # and c1, adopted (another build paid for it), is not spent by this one: its progress said so before session 73
+    # (`[runs 4/4] … spent 0.000056 USD` beside the summary's `3 executed, 1 reused; … cost spent 0.000042 USD`)
+    summary = re.search(r"3 executed, 1 reused, .* cost spent (\S+) USD", out)
+    progress = [line for line in err.splitlines() if line.startswith("[runs ")]
+    assert summary is not None and progress and progress[-1].endswith(f"spent {summary.group(1)} USD"), (out, err)
 
 
 KILLED = "was killed before it finished: by its log's last write it had executed"
