@@ -15,6 +15,7 @@ from pathlib import Path
 from clawstore.testing.standin import StandIn, held
 from tests.hostile.attack import CLAW, run_claw
 from tests.support.claw import env  # noqa: F401 - fixture
+from tests.support.prepared import run_here
 from tests.support.workspace import Workspace, standard
 
 CAMPAIGN = ("--suite", "main", "--run-profile", "rp")
@@ -128,16 +129,17 @@ def test_a_build_killed_beside_a_build_that_finishes_is_still_named(tmp_path: Pa
     [journal] = [p for p in Path(env["CLAW_STORE"]).rglob("*.jsonl") if p.parent.name == "builds"]  # (the killed's)
     killed = journal.stem
     assert KILLED in err and killed in err, err  # the survivor's summary names it
+    # (what follows in this process: the store, the notes and the rule are the same)
 
-    status = run_claw(ws.root, "status", *CAMPAIGN)
+    status = run_here(ws.root, "status", *CAMPAIGN)
     assert status.code == 0 and KILLED in status.stderr and killed in status.stderr, status
     assert "spent an unknown amount" in status.stderr and "0.000000" not in status.stderr, status
-    report = run_claw(ws.root, "report", *CAMPAIGN, "--no-chart")
+    report = run_here(ws.root, "report", *CAMPAIGN, "--no-chart")
     assert report.code == 0 and KILLED in report.stderr and killed in report.stderr, report
-    view = run_claw(ws.root, "view", *CAMPAIGN, "--out", str(tmp_path / "view.html"))
+    view = run_here(ws.root, "view", *CAMPAIGN, "--out", str(tmp_path / "view.html"))
     assert view.code == 0 and KILLED in view.stderr and killed in view.stderr, view
 
-    again = run_claw(ws.root, "build", *CAMPAIGN)  # (a no-op its stamp answers: it found the killed one at its start)
+    again = run_here(ws.root, "build", *CAMPAIGN)  # (a no-op its stamp answers: it found the killed one at its start)
     assert again.code == 0 and KILLED in again.stderr and killed in again.stderr, again
-    assert KILLED not in run_claw(ws.root, "status", *CAMPAIGN).stderr
-    assert KILLED not in run_claw(ws.root, "build", *CAMPAIGN).stderr
+    assert KILLED not in run_here(ws.root, "status", *CAMPAIGN).stderr
+    assert KILLED not in run_here(ws.root, "build", *CAMPAIGN).stderr
