@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from clawstore.errors import UsageError
+from clawstore.errors import StoreError, UsageError
 from clawstore.project import stamping
 from clawstore.project.places import never_built_message, open_store, resolve_store_dir
 
@@ -95,7 +95,10 @@ def _killed(store: Store, campaign_id: str) -> list[KilledBuild]:
     was killed)."""
     from clawstore.spend.killed import journals, killed_builds
 
-    return killed_builds(store, campaign_id) if journals(store.root) else []
+    try:  # (a note: never what fails a build, nor stops it from starting)
+        return killed_builds(store, campaign_id) if journals(store.root) else []
+    except (OSError, StoreError):
+        return []
 
 
 def _name_killed(store: Store, campaign_id: str, at_start: list[KilledBuild], build_id: str | None) -> list[str]:
