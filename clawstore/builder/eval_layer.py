@@ -27,7 +27,7 @@ from clawstore.graph.keys import (
 from clawstore.graph.plan import HeadNodes, Node, address_id, attach_record, put_input
 from clawstore.graph.records import make_record
 from clawstore.providers.usage import counts_alone_unknown, stored_tokens
-from clawstore.runners.pricing import record_cost
+from clawstore.runners.pricing import record_cost, with_known_part
 from clawstore.store.documents import TOKEN_METRICS
 from clawstore.values import jsontext
 from clawstore.values.canonical import canonical_json, field_values
@@ -563,8 +563,11 @@ class EvalLayer:
         usage = iteration.usage
         scores = iteration.scores
         last_error = next((a.get("error") for a in reversed(iteration.attempts) if a.get("error")), None)
-        metrics = record_cost(judge_metrics(usage, latency_s), dict(judge.model_extra or {}), usage.get("cost_source"),
+        extras = dict(judge.model_extra or {})
+        metrics = record_cost(judge_metrics(usage, latency_s), extras, usage.get("cost_source"),
                               counts_alone=counts_alone_unknown(usage), nothing_sent=usage.get("nothing_sent") is True)
+        metrics = with_known_part(metrics, usage, extras, not (usage.get("usage_rejected") or usage.get(
+            "tokens_unknown")))  # (what it spent at least, when unknown)
         summary = {"judge_id": judge.judge_id, "judge_model": body["model"],
                    "overall_score": scores.overall_score if scores else None,
                    "dimensions": dict(scores.dimensions) if scores else None, **(extra_summary or {})}

@@ -139,7 +139,7 @@ def execute_nodes(session: BuildSession, nodes: list[Node], work: Callable[[Node
             node.action = "reuse" if node.record.get("cacheable") else "fail"
             record_under_key_now(store, node)  # (adopted under its legacy key, builder/claimed.py: its key now)
             log.add(node.kind, node.key, node.record_id, node.action, node.address, node.record)
-            progress.finished(node, status, node.action == "reuse" and status in ("success", "passed"))
+            progress.finished(node, status, node.action == "reuse" and status in ("success", "passed"), adopted=True)
             node.release()
         else:
             record(node, outcome.value)

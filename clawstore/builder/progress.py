@@ -114,12 +114,15 @@ class BuildProgress:
         while starts:
             self._model(starts.popleft()).running += 1
 
-    def finished(self, node: Node, status: str | None, ok: bool, spent: CostSum | None = None) -> None:
-        """`spent`: what a node failed without a record of its own spent (builder/unstored.py unrecorded_cost)."""
+    def finished(self, node: Node, status: str | None, ok: bool, spent: CostSum | None = None,
+                 adopted: bool = False) -> None:
+        """`spent`: what a node failed without a record of its own spent (builder/unstored.py unrecorded_cost).
+        `adopted`: its record is another build's (builder/claimed.py Adopted): nothing was spent on it here (before
+        session 73 its cost and tokens were counted in the progress lines, not in the build's summary)."""
         reason = None if ok else failure_reason(node)
-        record = node.record if spent is None else None
+        record = node.record if spent is None and not adopted else None
         metrics = (record.get("metrics") if record else None) or {}
-        paid = node.kind in PAID_KINDS
+        paid = node.kind in PAID_KINDS and not adopted
         with self._lock:
             self._count_starts()  # (its own start first: a node's start is appended before it can finish)
             s = self.state

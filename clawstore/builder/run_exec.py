@@ -13,8 +13,8 @@ from clawstore.graph.records import kept_outcome, make_record
 from clawstore.host.scratch import OwnedScratch, scratch_dir
 from clawstore.providers.errors import ProviderError
 from clawstore.providers.usage import counts_alone_unknown, stored_tokens
-from clawstore.runners.pricing import record_cost
-from clawstore.store.documents import KNOWN_PART, TOKEN_METRICS
+from clawstore.runners.pricing import record_cost, with_known_part
+from clawstore.store.documents import TOKEN_METRICS
 from clawstore.values.canonical import canonical_json
 from clawstore.values.clock import utc_now
 
@@ -35,13 +35,13 @@ KEEP_ARTIFACT_MAX = 8 * 1024
 def _metrics(usage: dict[str, Any], latency: float, model_extras: dict[str, Any]) -> dict[str, Any]:
     normalized = usage.get("normalized") or {}
     known = not (usage.get("usage_rejected") or usage.get("tokens_unknown"))  # (never 0 for counts nobody sent)
-    return record_cost({
+    metrics = record_cost({
         **stored_tokens(normalized, TOKEN_METRICS, known=known),
         "cost_usd": usage.get("cost_usd"),
         "latency_s": round(latency, 6),
-        **{name: usage[name] for name in KNOWN_PART if not known and name in usage},  # (what it spent at least)
     }, model_extras, usage.get("cost_source"), counts_alone=counts_alone_unknown(usage),
         nothing_sent=usage.get("nothing_sent") is True)
+    return with_known_part(metrics, usage, model_extras, known)  # (what it spent at least, when unknown)
 
 
 def record_run(store: Store, node: Node, artifact: dict[str, Any], outputs: dict[str, Any], latency: float,

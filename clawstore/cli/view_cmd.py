@@ -153,6 +153,7 @@ def _view(suite: str, run_profile: str, evaluation_profile: str | None, against:
     from clawstore.report.view_beside import write_view
     from clawstore.report.view_data import collect
     from clawstore.report.view_page import details_dir
+    from clawstore.spend.killed import killed_note
     from clawstore.store import Store
     from clawstore.store.services.migrate import open_layout
 
@@ -162,6 +163,8 @@ def _view(suite: str, run_profile: str, evaluation_profile: str | None, against:
     open_layout(root, create=False)  # "no store at ..." (exit 3); never creates one
     campaigns = [ids.campaign_id] + ([against] if against else [])
     store = closed_with_command(Store(root, create=False))
+    for campaign in campaigns:  # (as `claw report`: what a killed build spent is in no figure of the page)
+        note(killed_note(store, campaign))
     manifest = None
     for campaign in campaigns:  # the report's rows from the manifest, as `claw report` reads them
         manifest = _indexed(store, root, campaign)

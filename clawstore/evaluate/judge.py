@@ -122,11 +122,19 @@ def _usage_dict(usage: Any) -> dict[str, Any]:
 SENT_A_COST = "; another attempt reported a cost"
 
 
+UNCOSTED = "_uncosted"  # (a summing total's mark, taken off before it is kept: see _add_usage)
+
+
 def _add_usage(total: dict[str, Any], usage: Mapping[str, Any]) -> None:
     for name in TOKEN_FIELDS:
         value = usage.get(name)
         if isinstance(value, int) and not isinstance(value, bool):
             total[name] += value
+    # An attempt that counted tokens and reported no cost: the others' reported costs are not the sum's (priced from
+    # all the tokens, else unknown, as providers/usage.py Usage.uncosted; before session 73 they were, exact).
+    if usage.get("cost_usd") is None and not usage.get("usage_rejected") and (
+            usage.get("input_tokens") or usage.get("output_tokens")):
+        total[UNCOSTED] = True
     if usage.get("tokens_unknown") and not total.get("tokens_unknown"):  # a reply that counted none: unknown, not 0
         total["tokens_unknown"] = usage["tokens_unknown"]
     cost = usage.get("cost_usd")
@@ -143,8 +151,34 @@ def _add_usage(total: dict[str, Any], usage: Mapping[str, Any]) -> None:
         return
     if isinstance(cost, int | float) and not isinstance(cost, bool):
         total["cost_usd"] = (total["cost_usd"] or 0.0) + float(cost)
+    if total.get(UNCOSTED):
+        total["cost_usd"] = None
     if usage.get("cost_source") == "priced":  # (a batch line claw priced: the record says so)
         total["cost_source"] = "priced"
+
+
+def _add_known(known: dict[str, Any], answer: Mapping[str, Any] | None) -> None:
+    """Add an answer's own usage, when believed, to what the repetition spent at least."""
+    if answer is None or answer.get("usage_rejected") or answer.get("tokens_unknown") or answer.get(
+            "cost_source") == UNKNOWN:
+        return
+    for name in ("input_tokens", "output_tokens"):
+        known[f"{name}_known"] += int(answer.get(name) or 0)
+    cost = answer.get("cost_usd")
+    if isinstance(cost, int | float) and not isinstance(cost, bool):
+        known["cost_known_usd"] = (known["cost_known_usd"] or 0.0) + float(cost)
+
+
+def _keep_known(usage: dict[str, Any], known: dict[str, Any]) -> None:
+    """A repetition whose cost is not known (an attempt never read whole, a usage not believed, tokens counted and no
+    cost) keeps what its believed answers spent (store/documents.py KNOWN_PART; builder/eval_layer.py prices their
+    tokens when they reported no cost): docs/building.md, "An unknown cost with a known part"."""
+    if usage.get("cost_usd") is not None or usage.get("nothing_sent"):
+        return
+    if known["cost_known_usd"] is not None:
+        usage["cost_known_usd"] = known["cost_known_usd"]
+    if usage.get("usage_rejected") or usage.get("tokens_unknown"):
+        usage.update(input_tokens_known=known["input_tokens_known"], output_tokens_known=known["output_tokens_known"])
 
 
 def _message_text(result: Any) -> str:
@@ -182,6 +216,7 @@ def run_judge_iteration(
     attempts = max(int(attempts), 1)
     usage: dict[str, Any] = {name: 0 for name in TOKEN_FIELDS}
     usage["cost_usd"] = None
+    known: dict[str, Any] = {"cost_known_usd": None, "input_tokens_known": 0, "output_tokens_known": 0}
     log: list[dict[str, Any]] = []
     warnings: list[str] = []
     status, scores = "invalid", None
@@ -201,8 +236,12 @@ def run_judge_iteration(
             warnings.append(f"attempt {index + 1} ended with status '{status}'")
             break
         reply_usage = getattr(result, "usage", None)
+        raw_usage = getattr(result, "raw_usage", None)
         if hasattr(reply_usage, "as_reported"):  # a provider's reply (ChatResult): without token counts, unknown
-            reply_usage = reply_usage.as_reported(getattr(result, "raw_usage", None))  # (not 0: providers/usage.py)
+            # its answer's own usage (its `usage` holds its client's failed attempts' too): what it spent at least
+            _add_known(known, _usage_dict(type(reply_usage).from_raw(raw_usage).as_reported(raw_usage))
+                       if raw_usage is not None else None)
+            reply_usage = reply_usage.as_reported(raw_usage)  # (not 0: providers/usage.py)
         entry_usage = _usage_dict(reply_usage)
         _add_usage(usage, entry_usage)
         if entry_usage.get("usage_rejected"):
@@ -226,6 +265,8 @@ def run_judge_iteration(
         warnings.append(f"no valid judge output in {len(log)} attempt(s)")
     if all((entry.get("usage") or {}).get("nothing_sent") is True for entry in log):
         usage["nothing_sent"] = True  # no request of it left (an answer, even one refused, has no such usage): 0
+    usage.pop(UNCOSTED, None)
+    _keep_known(usage, known)
     iteration = JudgeIteration(
         status=status,
         scores=scores if status == "success" else None,

@@ -9,6 +9,7 @@ only the CLI applies.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from clawstore.errors import UsageError
+from clawstore.errors import StoreError, UsageError
 from clawstore.project import stamping
 from clawstore.project.places import never_built_message, open_store, resolve_store_dir
 
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from clawstore.project import keeping  # (imported by the methods that keep: gc, pins, refs, archives)
     from clawstore.remote.config import Remote
     from clawstore.spend.estimate import SpendPlan
+    from clawstore.spend.killed import KilledBuild
     from clawstore.store.services.archive import ArchiveSummary
     from clawstore.store.store import Store
 
@@ -86,6 +88,30 @@ class Built:
         return cls(report.campaign_id, report.build_id, report.rows, report.counts, report.metrics,
                    [(f.node, f.reason) for f in report.failures], report.stopped, report.exit_code,
                    report.pending, report.orphans)
+
+
+def _killed(store: Store, campaign_id: str) -> list[KilledBuild]:
+    """The campaign's builds killed and not told of yet (a store that no build left a journal in is not asked: none
+    was killed)."""
+    from clawstore.spend.killed import journals, killed_builds
+
+    try:  # (a note: never what fails a build, nor stops it from starting)
+        return killed_builds(store, campaign_id) if journals(store.root) else []
+    except (OSError, StoreError):
+        return []
+
+
+def _name_killed(store: Store, campaign_id: str, at_start: list[KilledBuild], build_id: str | None) -> list[str]:
+    """A build's notes at its end: the builds of its campaign killed and not told of yet, those it found killed at its
+    start and those killed beside it (a user who ran both learns it here). The first are told of now (their logs say
+    so: named no more); the others were alive when it started, and `claw status` goes on naming them until a build
+    that found them killed ends (spend/killed.py)."""
+    from clawstore.spend.killed import killed_notes, tell
+
+    killed = _killed(store, campaign_id)
+    started = {k.build_id for k in at_start}
+    tell(store, [k for k in killed if k.build_id in started], build_id or "")
+    return [f"claw: note: {line}" for line in killed_notes(store, killed)]
 
 
 @dataclass
@@ -408,15 +434,18 @@ class Project:
             if seen is not None and not seen.planned:  # (no plan made above: one for the note alone)
                 seen.count(unbuilt_keys(self.campaign, self.store, failed=True))
             self._say_untrusted(seen)  # (before anything is paid)
+            killed = _killed(self.store, self.campaign.campaign_id)
             report = build(self.request, self, options)
+            notes = _name_killed(self.store, self.campaign.campaign_id, killed, report.build_id)
         self._keep_parsed(self.store)
         if found is not None and reads is not None:
             after = self._stamping(s.remote) if found.remote is not None else None
             stamping.leave_stamp(found, after, reads, report, self.campaign.items.cases)
-        return Built.of(report)
+        return dataclasses.replace(Built.of(report), notes=notes)
 
     def _from_stamp(self, found: stamping.Stamping) -> Built | None:
         from clawstore.builder import stamp
+        from clawstore.spend.killed import journals
         from clawstore.store.documents import TOKEN_METRICS
 
         doc = stamping.matching_stamp(found)
@@ -426,6 +455,11 @@ class Project:
         notes = [] if found.remote is None else [
             f"remote {found.remote.name}: unchanged since the last build with it: nothing to pull or push"]
         build_id = stamp.log_noop(found.store_root, doc)
+        if journals(found.store_root):  # (else none was killed: the store is not opened)
+            from clawstore.store.store import Store
+
+            with contextlib.closing(Store(found.store_root, create=False)) as store:
+                notes += _name_killed(store, doc.campaign_id, _killed(store, doc.campaign_id), build_id)
         return Built(doc.campaign_id, build_id, rows, doc.counts,
                      {**{name: 0 for name in TOKEN_METRICS}, "cost_usd": 0.0},
                      from_stamp=True, notes=notes)

@@ -147,10 +147,18 @@ class Usage:
             return Usage(**sums, cost_source=UNKNOWN, tokens_unknown=tokens_unknown)
         if self.cost_usd is None and other.cost_usd is None:
             cost = None
+        elif self.uncosted or other.uncosted:  # (the other's cost alone would read as all of it: priced or unknown)
+            cost = None
         else:
             cost = (self.cost_usd or 0.0) + (other.cost_usd or 0.0)
         source = "priced" if "priced" in (self.cost_source, other.cost_source) else None
         return Usage(**sums, cost_usd=cost, cost_source=source, tokens_unknown=tokens_unknown)
+
+    @property
+    def uncosted(self) -> bool:
+        """Did these calls count tokens and report no cost? (In a sum with a reported cost, that cost is not the sum's:
+        before session 73 it was, a 500 that counted 150 tokens dropped from the run's `reported` cost.)"""
+        return self.cost_usd is None and bool(self.input_tokens or self.output_tokens)
 
     def without_tokens(self, why: str) -> Usage:
         """This usage, of a reply that counted no tokens (`why`): its tokens unknown; its cost known only when the

@@ -103,6 +103,9 @@ class RunArtifact:
     output_artifacts: list[dict[str, Any]] = field(default_factory=list)
     error: RunError | None = None
     runner_metadata: dict[str, Any] = field(default_factory=dict)
+    # What a run whose cost is unknown spent at least (`cost_known_usd`, `input_tokens_known`, `output_tokens_known`:
+    # store/documents.py KNOWN_PART), kept in its `usage`: its answers' believed usage (runners/llm_probe.py)
+    known_part: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.status not in RUN_STATUSES:
@@ -128,7 +131,7 @@ class RunArtifact:
             "request": self.request,
             "provider": self.provider,
             "usage": {"normalized": self.usage.normalized(), "cost_usd": self.usage.cost_usd,
-                      "raw_provider_usage": self.raw_provider_usage, **self._rejected()},
+                      "raw_provider_usage": self.raw_provider_usage, **self._rejected(), **self.known_part},
             "trace": self.trace,
             "output_artifacts": self.output_artifacts,
             "error": self.error.to_json() if self.error else None,
@@ -174,4 +177,6 @@ class RunArtifact:
             output_artifacts=list(data.get("output_artifacts") or []),
             error=RunError(**error) if error else None,
             runner_metadata=dict(data.get("runner_metadata") or {}),
+            known_part={name: usage[name] for name in ("cost_known_usd", "input_tokens_known", "output_tokens_known")
+                        if name in usage},
         )

@@ -25,6 +25,7 @@ from clawstore.runners.sandbox import WORKDIR, Sandbox
 from clawstore.runners.tools import ToolBox, ToolOutcome, enabled_tools
 from clawstore.values import jsontext
 from clawstore.values.canonical import field_values
+from clawstore.values.costs import UNKNOWN
 
 RUNNER_TYPE = "llm_probe"
 DEFAULT_TIMEOUT_S = 30.0
@@ -209,6 +210,7 @@ class _Run:
         self.sandbox_dir = sandbox_dir
         self.trace = Trace()
         self.usage = Usage.unsent()  # (no call made yet)
+        self.answered = Usage.unsent()  # its answers' usage, those believed: what it spent at least (known_part)
         self.raw_usage: list[dict[str, Any]] = []
         self.provider_meta: dict[str, Any] = {}
         self.attempts = 0
@@ -234,12 +236,31 @@ class _Run:
             self.usage = self.usage + Usage.not_believed(SENT_UNANSWERED)
             raise
         self.usage = self.usage + as_reported(result.usage, result.raw_usage)
+        if result.raw_usage is not None:  # (the answer's own usage: `result.usage` holds its failed attempts' too)
+            own = as_reported(Usage.from_raw(result.raw_usage), result.raw_usage)
+            if own.rejected is None and own.tokens_unknown is None and own.cost_source != UNKNOWN:
+                self.answered = self.answered + own
         self.attempts += result.attempts
         self._log_retries(result.attempt_log)
         if result.raw_usage is not None:
             self.raw_usage.append(result.raw_usage)
         self.provider_meta = result.provider_meta
         return result
+
+    def known_part(self) -> dict[str, Any]:
+        """What a run whose cost is unknown (an attempt timed out, a reply's usage not believed, one that counted tokens
+        and no cost) spent at least: its believed answers' cost when they reported one (else priced from their tokens,
+        builder/run_exec.py), and their tokens when the run's are unknown. Empty when its cost is known, or none of its
+        answers was believed. docs/building.md ("Costs")."""
+        usage, answered = self.usage, self.answered
+        if usage.nothing_sent or answered.nothing_sent or (usage.cost_usd is not None and usage.cost_source != UNKNOWN):
+            return {}
+        part: dict[str, Any] = {}
+        if answered.cost_usd is not None:
+            part["cost_known_usd"] = answered.cost_usd
+        if usage.rejected is not None or usage.tokens_unknown is not None or usage.cost_source == UNKNOWN:
+            part.update(input_tokens_known=answered.input_tokens, output_tokens_known=answered.output_tokens)
+        return part
 
     def _log_retries(self, entries: list[dict[str, Any]]) -> None:
         for entry in entries:
@@ -379,6 +400,7 @@ def run_llm_probe(spec: LlmProbeSpec, client: ProviderClient, sandbox_dir: Path 
         raw_provider_usage=run.raw_usage,
         trace=run.trace.events,
         error=error,
+        known_part=run.known_part(),
         runner_metadata={
             "attempt_count": run.attempts,
             "provider_calls": run.calls,

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from clawstore.store.documents import KNOWN_PART
 from clawstore.values.costs import PRICE_KEYS, PRICED, REPORTED, SOURCES, UNKNOWN, declared_prices, known_cost
 
 PER_MILLION = 1e6
@@ -61,3 +63,20 @@ def record_cost(metrics: dict[str, Any], model_extras: dict[str, Any], source: s
         return {**metrics, "cost_usd": None, "cost_source": UNKNOWN}
     priced = priced_cost(prices, metrics.get("input_tokens") or 0, metrics.get("output_tokens") or 0)
     return {**metrics, "cost_usd": priced, "cost_source": PRICED}
+
+
+
+def with_known_part(metrics: dict[str, Any], usage: Mapping[str, Any], model_extras: dict[str, Any],
+                    tokens_known: bool) -> dict[str, Any]:
+    """A record's metrics (record_cost's) with what a node whose cost is unknown spent at least, from its usage (an
+    OpenClaw transcript's answered requests, an llm_probe run's or a judge repetition's believed answers): their
+    cost, else their tokens at the declared prices; their tokens when the node's are unknown (not `tokens_known`).
+    Unchanged when its cost is known."""
+    if metrics.get("cost_source") != UNKNOWN:
+        return metrics
+    part = {name: usage[name] for name in KNOWN_PART if name in usage and (name == "cost_known_usd"
+                                                                          or not tokens_known)}
+    prices = pricing(model_extras)
+    if "cost_known_usd" not in part and prices is not None and part.get("input_tokens_known") is not None:
+        part["cost_known_usd"] = priced_cost(prices, part["input_tokens_known"], part.get("output_tokens_known") or 0)
+    return {**metrics, **part}

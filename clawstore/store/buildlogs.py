@@ -52,6 +52,17 @@ def write_build_log(store_root: Path | str, doc: BuildLogDoc) -> Path:
     return path
 
 
+def set_build_log_field(store_root: Path | str, build_id: str, name: str, value: Any) -> None:
+    """Add a field to a build's log as it stands (its other fields kept as they are, those this claw does not read
+    too): what a later build writes into a killed one's (spend/killed.py). OSError, ValueError: not done."""
+    path = build_log_path(store_root, build_id)
+    data = json.loads(path.read_bytes())
+    if isinstance(data, dict):
+        data[name] = value
+        write_file_atomic(path, json.dumps(data, sort_keys=True, separators=(",", ":")).encode(),
+                          StoreLayout(store_root).tmp)
+
+
 def journal_path(log_path: Path) -> Path:
     return log_path.with_suffix(".jsonl")
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from clawstore.testing.standin import StandIn, held
 from tests.hostile.attack import CLAW, run_claw
 from tests.support.claw import env  # noqa: F401 - fixture
+from tests.support.prepared import run_here
 from tests.support.workspace import Workspace, standard
 
 CAMPAIGN = ("--suite", "main", "--run-profile", "rp")
@@ -92,3 +93,53 @@ def test_a_node_the_killed_build_finished_is_not_paid_again_by_the_build_beside(
     asked = Counter(r["messages"][-1]["content"].split(":")[0] for r in standin.requests)
     # c2 was in flight at the kill (paid, never answered to claw): asked again; c1 was answered and written
     assert asked == {"Question 1": 1, "Question 2": 2, "Question 3": 1, "Question 4": 1}, asked
+    # and c1, adopted (another build paid for it), is not spent by this one: its progress said so before session 73
+    # (`[runs 4/4] … spent 0.000056 USD` beside the summary's `3 executed, 1 reused; … cost spent 0.000042 USD`)
+    summary = re.search(r"3 executed, 1 reused, .* cost spent (\S+) USD", out)
+    progress = [line for line in err.splitlines() if line.startswith("[runs ")]
+    assert summary is not None and progress and progress[-1].endswith(f"spent {summary.group(1)} USD"), (out, err)
+
+
+KILLED = "was killed before it finished: by its log's last write it had executed"
+
+
+def test_a_build_killed_beside_a_build_that_finishes_is_still_named(tmp_path: Path, standin: StandIn,
+                                                                   env: dict[str, str]) -> None:  # noqa: F811
+    """Two builds of one campaign (two terminals, CI and a laptop on one store), the first SIGKILLed with requests in
+    flight (paid, never answered to claw). Before session 73 the survivor said nothing of it, and once its head moved
+    (past the killed build's start) `claw status` and `claw report` stopped naming it: its spending was shown nowhere
+    but in `claw query`'s builds (running, cost NULL). Now the survivor names it at its end, status and report go on
+    naming it, and the next build, which found it killed at its start, names it once more and settles it."""
+    ws = standard(tmp_path / "ws")  # 2 cases x 2 models, 2 at once
+    ws.run_profile(concurrency=2, defaults={"timeout_seconds": 60})  # (held answers: never a timeout's retry)
+    standin.set_default(held("answers"))
+    first = subprocess.Popen([CLAW, "build", *CAMPAIGN], cwd=ws.root, env=dict(os.environ),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _sent(standin, 2)
+        second = subprocess.Popen([CLAW, "build", *CAMPAIGN], cwd=ws.root, env=dict(os.environ),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        _sent(standin, 4)
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+    standin.release("answers")
+    out, err = second.communicate(timeout=60)
+    assert second.returncode == 0, out + err
+    [journal] = [p for p in Path(env["CLAW_STORE"]).rglob("*.jsonl") if p.parent.name == "builds"]  # (the killed's)
+    killed = journal.stem
+    assert KILLED in err and killed in err, err  # the survivor's summary names it
+    # (what follows in this process: the store, the notes and the rule are the same)
+
+    status = run_here(ws.root, "status", *CAMPAIGN)
+    assert status.code == 0 and KILLED in status.stderr and killed in status.stderr, status
+    assert "spent an unknown amount" in status.stderr and "0.000000" not in status.stderr, status
+    report = run_here(ws.root, "report", *CAMPAIGN, "--no-chart")
+    assert report.code == 0 and KILLED in report.stderr and killed in report.stderr, report
+    view = run_here(ws.root, "view", *CAMPAIGN, "--out", str(tmp_path / "view.html"))
+    assert view.code == 0 and KILLED in view.stderr and killed in view.stderr, view
+
+    again = run_here(ws.root, "build", *CAMPAIGN)  # (a no-op its stamp answers: it found the killed one at its start)
+    assert again.code == 0 and KILLED in again.stderr and killed in again.stderr, again
+    assert KILLED not in run_here(ws.root, "status", *CAMPAIGN).stderr
+    assert KILLED not in run_here(ws.root, "build", *CAMPAIGN).stderr

@@ -1,7 +1,7 @@
 """A SIGKILLed build's spending is shown before any rebuild: `claw status` and `claw report` say that a killed build
-spent money (at least what its log counted by its last write), not nothing; once a build moves the head past it, the
-note is gone (real `claw` processes, the stand-in server, a real SIGKILL; a build that only moves the head, in the
-test's own process)."""
+spent money (at least what its log counted by its last write), not nothing; once a build that found it killed at its
+start has ended (and named it), the note is gone (real `claw` processes, the stand-in server, a real SIGKILL; a build
+that only moves the head, in the test's own process)."""
 
 from __future__ import annotations
 

@@ -73,7 +73,9 @@ def test_usage_variants_and_sums() -> None:
     no_cost = Usage.from_raw({"prompt_tokens": 1, "completion_tokens": 1})
     assert no_cost.cost_usd is None
     assert (no_cost + no_cost).cost_usd is None
-    assert (no_cost + top_level).cost_usd == 0.5
+    # a call that counted tokens and reported no cost: the other's cost is not the sum's (session 73: it was, 0.5)
+    assert (no_cost + top_level).cost_usd is None and (top_level + no_cost).cost_usd is None
+    assert (Usage() + top_level).cost_usd == 0.5  # (an error reply that counted nothing: nothing to price)
     assert (no_cost + top_level).total_tokens == 17
     assert Usage.from_raw(None) == Usage() and Usage.from_raw("junk") == Usage()
 

@@ -135,3 +135,92 @@ def judge_count(standin: StandIn) -> int:
     from tests.support.judging import judge_requests
 
     return judge_requests(standin)
+
+
+def _runs(workspace: Workspace) -> dict[str, dict[str, object]]:
+    done = run_here(workspace.root, "query", "select model_id, case_id, cost_usd, cost_source, cost_known_usd, "
+                                             "input_tokens_known from runs", "--format", "json")
+    assert done.code == 0, done
+    return {f"{r['model_id']}/{r['case_id']}": r for r in json.loads(done.stdout)}
+
+
+def test_a_run_whose_first_attempt_timed_out_and_whose_retry_answered_costs_at_least_the_answer(
+        ws: Workspace, standin: StandIn) -> None:  # noqa: F811
+    """docs/building.md: such a run "costs `≥` the answer's". Before session 73 it said `?`, its `cost_known_usd` 0:
+    the answer's reported cost (m1) and its tokens at the declared prices (m2) were dropped with the timed-out
+    attempt's unknown."""
+    ws.edit("suites/main.yaml", lambda d: d["models"][1].update(pricing=PRICES))
+    ws.run_profile(defaults={"timeout_seconds": 1, "retries": 1})
+    for model in ("vendor/m1", "vendor/m2"):
+        standin.script(model, hang(3), {"content": "four", **({"usage": {"cost": None}} if model[-1] == "2" else {})},
+                       match="2 + 2")
+    standin.script("vendor/m2", {"content": "blue", "usage": {"cost": None}})
+    built = run_claw(ws.root, "build", *CAMPAIGN)
+    assert built.code == 0 and "Traceback" not in built.stderr, built
+    runs = _runs(ws)
+    for timed_out in ("m1/alpha", "m2/alpha"):
+        row = runs[timed_out]
+        assert row["cost_usd"] is None and row["cost_source"] == "unknown", row
+        assert isinstance(row["cost_known_usd"], float) and row["cost_known_usd"] > 0, row
+        assert isinstance(row["input_tokens_known"], int) and row["input_tokens_known"] > 0, row
+    known = sum(float(r["cost_known_usd"]) for r in runs.values())  # type: ignore[arg-type]
+    line = next(line for line in built.stdout.splitlines() if line.startswith("build "))
+    assert f"cost spent ≥{known:.6f} USD (2 of 4 unknown, 1 of 4 priced)" in line, (line, runs)
+    cost, _ = _shown(ws, *CAMPAIGN)
+    assert cost.startswith(f"Cost (USD): runs ≥{known:.5f}"), cost
+
+
+def test_an_error_reply_s_tokens_without_a_cost_are_not_dropped_from_the_answer_s_cost(
+        ws: Workspace, standin: StandIn) -> None:  # noqa: F811
+    """A 500 that counts 150 tokens and reports no cost, then its retry's answer that reports its cost: the run's
+    cost was the answer's alone, `reported` and exact (0.000012 USD), its 150 tokens' part dropped without a word.
+    Now it is unknown without declared prices (`≥` the answer's), and all its tokens at them with (m2)."""
+    ws.edit("suites/main.yaml", lambda d: d["models"][1].update(pricing=PRICES))
+    ws.run_profile(defaults={"retries": 1})
+    counted = {"prompt_tokens": 100, "completion_tokens": 50}
+    for model in ("vendor/m1", "vendor/m2"):
+        standin.script(model, error(500, "upstream failed", usage=counted), {"content": "four"}, match="2 + 2")
+    built = run_claw(ws.root, "build", *CAMPAIGN)
+    assert built.code == 0 and "Traceback" not in built.stderr, built
+    runs = _runs(ws)
+    m1, m2 = runs["m1/alpha"], runs["m2/alpha"]
+    assert m1["cost_usd"] is None and m1["cost_source"] == "unknown", m1
+    assert isinstance(m1["cost_known_usd"], float) and m1["cost_known_usd"] > 0, m1  # the answer's, at least
+    done = run_here(ws.root, "query", "select input_tokens, output_tokens from runs where model_id = 'm2' and "
+                                      "case_id = 'alpha'", "--format", "json")
+    [tokens] = json.loads(done.stdout)
+    assert tokens["input_tokens"] > 100 and tokens["output_tokens"] > 50, tokens
+    priced = (tokens["input_tokens"] * PRICES["input"] + tokens["output_tokens"] * PRICES["output"]) / 1e6
+    assert m2["cost_source"] == "priced" and m2["cost_usd"] == pytest.approx(priced), m2
+
+
+def test_a_judgement_whose_first_attempt_timed_out_costs_at_least_its_answer(
+        ws: Workspace, standin: StandIn) -> None:  # noqa: F811
+    """The same for a judge (client retries 1): its timed-out attempt made the judgement's cost `?` with no known
+    part; its answer's reported cost (j1) and its tokens at the declared prices (j2) are kept now. And a judge
+    reply that counted tokens and no cost (invalid, asked again) beside one that reported its cost: the judgement's
+    cost was the second's alone, exact."""
+    from tests.support.judging import JUDGE, eval_profile, judge_reply
+
+    ws.edit("suites/main.yaml", lambda d: d.update(models=d["models"][:1]))
+    judge = {"judge_id": "j1", "type": "llm_probe", "model": JUDGE, "retries": 1, "timeout_seconds": 1}
+    eval_profile(ws, repetitions=1, judges=[judge, {**judge, "judge_id": "j2", "model": "judge/j2",
+                                                    "pricing": PRICES}],
+                 judge_runs=[{"judge_run_id": "a", "judge_id": "j1", "repetitions": 1},
+                             {"judge_run_id": "b", "judge_id": "j2", "repetitions": 1}])
+    standin.script(JUDGE, hang(3), judge_reply(7.0), match="2 + 2")
+    standin.script("judge/j2", hang(3), {**judge_reply(7.0), "usage": {"cost": None}}, match="2 + 2")
+    standin.script(JUDGE, {"content": "not JSON", "usage": {"cost": None}}, judge_reply(7.0), match="colour")
+    standin.script("judge/j2", {**judge_reply(7.0), "usage": {"cost": None}}, match="colour")
+    built = run_claw(ws.root, "build", *CAMPAIGN, "--evaluation-profile", "ev")
+    assert built.code == 0 and "Traceback" not in built.stderr, built
+    done = run_here(ws.root, "query", "select case_id, judge_id, cost_usd, cost_source, cost_known_usd, input_tokens "
+                                      "from judgements", "--format", "json")
+    rows = {(r["case_id"], r["judge_id"]): r for r in json.loads(done.stdout)}
+    for timed_out in (("alpha", "j1"), ("alpha", "j2")):
+        row = rows[timed_out]
+        assert row["cost_usd"] is None and row["cost_source"] == "unknown", row
+        assert isinstance(row["cost_known_usd"], float) and row["cost_known_usd"] > 0, row
+    mixed = rows[("beta", "j1")]  # (no price declared: unknown, `≥` the valid reply's reported cost)
+    assert mixed["cost_usd"] is None and mixed["cost_source"] == "unknown", mixed
+    assert isinstance(mixed["cost_known_usd"], float) and mixed["cost_known_usd"] > 0, mixed

@@ -14,8 +14,11 @@ SELECT campaign_id,
        dimension,
        count(score)                                                                        AS n,
        round(avg(score), 3)                                                                AS mean,
-       round(greatest(0, avg(score) - t975(count(score) - 1) * stddev_samp(score) / sqrt(count(score))), 3) AS low,
-       round(least(10, avg(score) + t975(count(score) - 1) * stddev_samp(score) / sqrt(count(score))), 3)   AS high
+       -- (NULL below two cases: greatest() and least() pass over a NULL, and read it as 0 and 10)
+       CASE WHEN count(score) >= 2 THEN round(greatest(0, avg(score) - t975(count(score) - 1) * stddev_samp(score)
+                                                       / sqrt(count(score))), 3) END                      AS low,
+       CASE WHEN count(score) >= 2 THEN round(least(10, avg(score) + t975(count(score) - 1) * stddev_samp(score)
+                                                    / sqrt(count(score))), 3) END                         AS high
 FROM per_case
 GROUP BY campaign_id, model_id, dimension
 ORDER BY campaign_id, model_id, array_position(['task', 'process', 'autonomy', 'closeness', 'efficiency', 'spark'],

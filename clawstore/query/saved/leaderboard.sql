@@ -47,9 +47,12 @@ SELECT spent.campaign_id,
        coalesce(scores.scored, 0)                              AS scored,
        round(scores.mean_score, 3)                             AS mean_score,
        round(scores.pass_rate, 3)                              AS pass_rate,
-       round(greatest(0, scores.mean_score - t975(scores.scored - 1) * scores.score_sd / sqrt(scores.scored)), 3)
+       -- (NULL below two scored cases: greatest() and least() pass over a NULL, and read it as 0 and 10)
+       CASE WHEN scores.scored >= 2 THEN round(greatest(0, scores.mean_score - t975(scores.scored - 1)
+                                                        * scores.score_sd / sqrt(scores.scored)), 3) END
                                                                AS score_low,
-       round(least(10, scores.mean_score + t975(scores.scored - 1) * scores.score_sd / sqrt(scores.scored)), 3)
+       CASE WHEN scores.scored >= 2 THEN round(least(10, scores.mean_score + t975(scores.scored - 1)
+                                                     * scores.score_sd / sqrt(scores.scored)), 3) END
                                                                AS score_high,
        round(wilson_low(scores.passes, scores.verdicts), 3)    AS pass_low,
        round(wilson_high(scores.passes, scores.verdicts), 3)   AS pass_high,
