@@ -58,7 +58,9 @@ def killed_build(claw: Claw, relay: Relay, until: Callable[[], bool], after_s: f
         deadline = time.monotonic() + 60
         while not until() and time.monotonic() < deadline and build_process.poll() is None:
             time.sleep(0.01)
-        assert until(), (relay.chats(), build_process.poll())
+        if not until():  # (a build that ended first says why: its output, for a failure seen once under load)
+            output = build_process.communicate(timeout=10) if build_process.poll() is not None else ("", "")
+            raise AssertionError((relay.chats(), build_process.poll(), *output))
         time.sleep(after_s)
     finally:
         build_process.send_signal(signal.SIGKILL)
