@@ -101,6 +101,34 @@ def _exit_if_reader_gone(exc: OSError) -> None:
         sys.exit(SIGPIPE_EXIT)
 
 
+def _usage_line(exc: click.UsageError) -> str:
+    """click's usage error as claw's one line: the command, what was wrong and expected, where to look (`claw build:
+    no such option '--nope' (claw build --help lists them)`), where click wrote `Usage: …`, `Try …`, a blank line and
+    `Error: …`, naming the program as it was started (`python -m clawstore.cli`)."""
+    names = []
+    ctx = exc.ctx
+    while ctx is not None and ctx.parent is not None:
+        names.append(ctx.info_name or "")
+        ctx = ctx.parent
+    command = " ".join(["claw", *reversed(names)])
+    text = one_line(exc.format_message().strip())
+    if ". (Did you mean" in text:  # (click's "No such option '--nope'. (Did you mean one of: …?)")
+        text = text.replace(". (Did you mean", "; did you mean").removesuffix(")")
+    text = text.replace(". Did you mean", "; did you mean")
+    text = text.removesuffix(".")
+    text = text[:1].lower() + text[1:]
+    listed = isinstance(exc, (click.exceptions.NoSuchOption, click.exceptions.NoSuchCommand))
+    return f"{command}: {text} ({command} --help{' lists them' if listed else ''})"
+
+
+def _usage_exit(exc: click.UsageError) -> None:
+    """A usage error's one line and exit 2; a group given no command still shows its help, as click does."""
+    if isinstance(exc, click.exceptions.NoArgsIsHelpError):
+        raise exc
+    click.echo(_usage_line(exc), err=True)
+    sys.exit(UsageError.exit_code)
+
+
 class ClawGroup(SummaryGroup):
     """Turns every expected error into one line on stderr and its exit code (never a traceback), and
     an interrupt (Ctrl-C or SIGTERM) into `claw: interrupted` and 130. Its commands' modules (`modules`: a command's
@@ -133,6 +161,9 @@ class ClawGroup(SummaryGroup):
         # itself ended it with exit 1)
         try:
             return super().make_context(info_name, args, parent, **extra)
+        except click.UsageError as exc:  # (`claw --nope`: the program's own options)
+            _usage_exit(exc)
+            raise
         except OSError as exc:
             _exit_if_reader_gone(exc)
             raise
@@ -142,6 +173,8 @@ class ClawGroup(SummaryGroup):
         try:
             end_quiet_interrupts()  # (entry's: the arguments are read, the command's own handling starts)
             return super().invoke(ctx)
+        except click.UsageError as exc:  # a command's arguments (`claw build --nope`), an unknown command
+            _usage_exit(exc)
         except ClawError as exc:
             click.echo(f"claw: error: {one_line(str(exc))}", err=True)
             sys.exit(exc.exit_code)
