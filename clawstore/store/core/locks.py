@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from clawstore.errors import StoreError, UsageError
-from clawstore.host.durable import process_identity, temp_name
+from clawstore.host.durable import naming, process_identity, temp_name
 from clawstore.store.core.layout import LEASES, LOCKS, TMP
 
 _POLL_S = 0.02
@@ -111,7 +111,8 @@ def lease(root: Path, purpose: str) -> Iterator[LeaseInfo]:
     fd = os.open(staging, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        os.write(fd, json.dumps(doc, sort_keys=True).encode() + b"\n")
+        with naming(staging):  # (a full disk: `claw build` said only "No space left on device" before session 73)
+            os.write(fd, json.dumps(doc, sort_keys=True).encode() + b"\n")
         os.rename(staging, final)
         # The lease is visible now; wait for a gc sweep in progress to end. A sweep that starts later
         # sees this lease and keeps what its holder may use; one already running did not see it, so
