@@ -4,6 +4,7 @@ lock held. docs/store.md (Leases and locks; Details by module)."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -108,7 +109,15 @@ def lease(root: Path, purpose: str) -> Iterator[LeaseInfo]:
     name = temp_name(".json")
     staging, final = root / TMP / name, root / LEASES / name
     # Lock before the file is visible under leases/: nobody can ever see it unlocked and call it stale.
-    fd = os.open(staging, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+    try:
+        fd = os.open(staging, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        if exc.errno != errno.EROFS:
+            raise
+        # A store on a read-only filesystem (a shared results store mounted read-only): no gc can delete anything
+        # under a reader, so it needs no lease (`archive export`, `push` and a build's plan refused it, session 72).
+        yield LeaseInfo(final, pid, purpose, doc["started_at"], now, doc["host"], True)  # type: ignore[arg-type]
+        return
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         with naming(staging):  # (a full disk: `claw build` said only "No space left on device" before session 73)
