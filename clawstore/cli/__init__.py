@@ -82,6 +82,16 @@ PATH_ERRNOS = {errno.ENAMETOOLONG, errno.ENOENT, errno.ENOTDIR, errno.EISDIR, er
 SIGPIPE_EXIT = 128 + 13  # what a shell shows for a program ended by SIGPIPE (`git log | head`)
 
 
+def _duckdb_interrupted(exc: BaseException) -> bool:
+    """DuckDB's own look at Python's signals took a Ctrl-C (or SIGTERM) mid-query: its InterruptException, or the
+    `RuntimeError: Query interrupted` it made of the KeyboardInterrupt, is the interrupt, whichever command's query it
+    stopped (`claw query` says so itself; `view`'s and `report`'s reads of the manifest were a traceback, exit 1,
+    before session 73). Told by name: duckdb is not imported for this."""
+    kind = type(exc)
+    return (kind.__name__ == "InterruptException" and kind.__module__.endswith("duckdb")) or \
+        (kind is RuntimeError and str(exc) == "Query interrupted")
+
+
 def _stdout_reader_gone() -> bool:
     """Whether stdout is a pipe nobody reads any more (`claw explain … | head`); not a provider's socket reset, whose
     EPIPE is a BrokenPipeError too."""
@@ -185,6 +195,11 @@ class ClawGroup(SummaryGroup):
             sys.exit(UsageError.exit_code if exc.errno in PATH_ERRNOS else StoreError.exit_code)
         except KeyboardInterrupt as exc:  # a build's interrupt says what it committed and what is left
             click.echo(f"claw: {exc}" if str(exc) else "claw: interrupted", err=True)
+            sys.exit(130)
+        except Exception as exc:
+            if not _duckdb_interrupted(exc):
+                raise
+            click.echo("claw: interrupted", err=True)
             sys.exit(130)
         finally:
             restore()

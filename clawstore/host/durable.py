@@ -149,8 +149,8 @@ def write_file_atomic(path: Path, data: bytes | Iterable[bytes], tmp_dir: Path, 
     never a mix: temp file in `tmp_dir` → fsync → rename → fsync of the directory. `durable=False` skips the fsyncs
     (derived data a crash may lose but never tear)."""
     tmp = tmp_dir / temp_name()
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
-    try:
+    try:  # (the open inside: a Ctrl-C raised as it returns left the temp file, the name being this process's own)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
         try:
             with naming(path):  # (a full disk: the file it refused named, not only "No space left on device")
                 for chunk in [data] if isinstance(data, bytes) else _coalesced(data):
