@@ -434,7 +434,10 @@ def _resolve(
                           ws.rel(rp_path), "execution_policy.run_repetitions")
     agents = {agent_id: ws.agents[agent_id] for agent_id in sorted(set(agent_of.values()))}
     entries = [ws.cases[case_id] for case_id in selected]
-    warnings = ws.warnings_in({entry.path for entry in entries} | {agent.path for agent in agents.values()})
+    warned = {entry.path for entry in entries} | {agent.path for agent in agents.values()}
+    warned |= {rp_path} if openclaw_cases else set()  # (its llm_probe settings, which OpenClaw does not read)
+    warned |= {ep_loaded.path} if ep_loaded is not None else set()  # (its judges' options that leave no verdict)
+    warnings = ws.warnings_in(warned)
     warnings += _nothing_to_run(ws.rel(suite_path), suite_cfg, selected, len(ws.cases)) + idle
     warnings += attachment_warnings(model_list, _attachment_sizes(entries), repetitions)
     return Campaign(

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 from clawstore.config.catalog import CaseEntry, CaseStub, Loaded, LoadedAgent, LoadedCase, Workspace
 from clawstore.config.containment import escapes, not_a_file, outside_message, real_root
 from clawstore.config.error_text import describe_all
+from clawstore.config.judge_warnings import judge_option_warnings
 from clawstore.config.limits import MAX_ATTACHMENT_BYTES
 from clawstore.config.messages import case_path, expand_sources
 from clawstore.config.models import Agent, EvaluationProfile, RunProfile, Suite, TestCase
@@ -190,6 +191,8 @@ def _load_case(ws: Workspace, path: Path, cases: str | None = None) -> CaseEntry
     if case.input.turns and case.runner.type == "llm_probe":  # (valid: the reference calls turns OpenClaw-only)
         warnings.append(("input.turns", "only the openclaw runner sends turns: llm_probe sends input.messages alone "
                                         "(the turns still count in each run's key)"))
+    if case.runner.type == "openclaw":  # (valid: the schema takes any runner key; a run would be paid for without it)
+        warnings += [(f"runner.{key}", OPENCLAW_READS_NO_SETTING) for key in case.runner.settings]
     for field_path, message in warnings:
         ws.add_warning(path, field_path, message)
     attachments = []
@@ -250,6 +253,36 @@ def _load_kind(ws: Workspace, subdir: str, model: type[T], id_field: str) -> dic
         if config is not None:
             out[raw_id] = Loaded(config, path)
     return out
+
+
+# What a runner setting OpenClaw is given would do: nothing (config/resolution.py merges them for llm_probe alone).
+OPENCLAW_READS_NO_SETTING = ("the openclaw runner does not read it: an OpenClaw run goes without it (OpenClaw's model "
+                             "settings are the suite model's primary_params, its limits the run profile's openclaw "
+                             "block)")
+
+
+def _note_unread_settings(ws: Workspace) -> None:
+    """A run profile for OpenClaw (an `openclaw` block) with llm_probe settings: each named in a warning (its
+    llm_probe cases, if any, still read them; a build says it when the campaign runs openclaw cases)."""
+    for loaded in ws.run_profiles.values():
+        profile = loaded.config
+        if profile.openclaw is None:
+            continue
+        unread = [f"runner_defaults.{key}" for key in profile.runner_defaults]
+        unread += [f"model_overrides.{model_id}.{key}" for model_id, settings in profile.model_overrides.items()
+                   for key in settings]
+        for field_path in unread:
+            ws.add_warning(loaded.path, field_path, "read by llm_probe cases alone; " + OPENCLAW_READS_NO_SETTING)
+
+
+def _note_judge_options(ws: Workspace) -> None:
+    """A judge's request options that leave no verdict in a paid reply (config/judge_warnings.py), each named in a
+    warning: `claw validate` says them, and a build of a campaign judged by the profile, before it sends anything."""
+    for loaded in ws.evaluation_profiles.values():
+        for index, judge in enumerate(loaded.config.judges):
+            fields = {**judge.extras, "request_options": judge.request_options}
+            for field_path, why in judge_option_warnings(fields):
+                ws.add_warning(loaded.path, f"judges[{index}].{field_path}", why)
 
 
 def _check_prompts(ws: Workspace) -> None:
@@ -489,6 +522,8 @@ def _load(ws: Workspace) -> Workspace:
     ws.suites = _load_kind(ws, "suites", Suite, "suite_id")
     ws.run_profiles = _load_kind(ws, "run_profiles", RunProfile, "run_profile_id")
     ws.evaluation_profiles = _load_kind(ws, "evaluation_profiles", EvaluationProfile, "evaluation_profile_id")
+    _note_unread_settings(ws)
+    _note_judge_options(ws)
     _check_prompts(ws)
     _load_agents(ws)
     from clawstore.config.crosscheck import check_references

@@ -478,13 +478,33 @@ MIN_SCRUB_LENGTH = 8
 
 
 def _scrub(text: str, api_key: str | None) -> str:
-    """Remove an echoed API key from provider text before it can reach a record or an error: as it is, and as a
-    repr spells it (h11 quotes a header value it refuses, a key pasted with a line break, as `b'…\\n…'`)."""
+    """Remove an echoed API key from provider text before it can reach a record or an error: as it is, as a repr
+    spells it (h11 quotes a header value it refuses, a key pasted with a line break, as `b'…\\n…'`), and as a JSON
+    text may escape it (`_escaped_key`)."""
     if not api_key or len(api_key) < MIN_SCRUB_LENGTH:
         return text
     for form in (api_key, repr(api_key)[1:-1], repr(api_key.encode())[2:-1]):
         text = text.replace(form, "[redacted]")
-    return text
+    escaped = _escaped_key(api_key) if "\\" in text else None
+    return escaped.sub("[redacted]", text) if escaped is not None else text
+
+
+@functools.lru_cache(maxsize=16)
+def _escaped_key(api_key: str) -> re.Pattern[str] | None:
+    """The key as a JSON text may write it, decoded back to the key by whoever reads the text (the reply's error
+    message, its content): each character but an ASCII letter or digit as itself or `\\uXXXX` (either case), `/`
+    also as `\\/` (PHP's json_encode writes `/` so, .NET's System.Text.Json `+` as `\\u002B`: before session 73 a
+    key holding one was kept and printed). None for a key JSON never escapes."""
+    if all(c.isascii() and c.isalnum() for c in api_key):
+        return None
+    parts = []
+    for c in api_key:
+        if c.isascii() and c.isalnum():
+            parts.append(c)
+            continue
+        forms = {c, f"\\u{ord(c):04x}", f"\\u{ord(c):04X}"} | ({"\\/"} if c == "/" else set())
+        parts.append("(?:" + "|".join(map(re.escape, sorted(forms))) + ")")
+    return re.compile("".join(parts))
 
 
 def _error_fields(data: Any) -> tuple[str | None, str | None, Any]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from clawstore.errors import ClawError
 from clawstore.providers.usage import Usage
-from clawstore.values.urls import shown_url
+from clawstore.values.urls import named_variable, shown_url
 
 
 class _Portable:
@@ -19,7 +19,7 @@ class _Portable:
 class MissingApiKeyError(_Portable, ClawError):
     """The endpoint's API-key variable is unset or empty. Raised before any request is sent.
 
-    The message names the variable, never a value.
+    The message names the variable (not a name that looks like a key pasted in its place), never a value.
     """
 
     exit_code = 2
@@ -27,7 +27,7 @@ class MissingApiKeyError(_Portable, ClawError):
     def __init__(self, variable: str, base_url: str, why: str = "is not set"):
         self.variable = variable
         self.base_url = base_url
-        super().__init__(f"environment variable {variable} {why} (API key for {shown_url(base_url)})")
+        super().__init__(f"{named_variable(variable)} {why} (API key for {shown_url(base_url)})")
 
 
 class ProviderError(_Portable, ClawError):

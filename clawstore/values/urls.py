@@ -11,6 +11,20 @@ QUERY_SECRET_KEYS = SECRET_KEYS | {"key", "sig", "signature", "access_token", "a
 # A query parameter named so is a credential too (`subscription-key`, `X-Amz-Signature`, `X-Amz-Security-Token`).
 _SECRET_ENDINGS = ("_key", "apikey", "token", "secret", "password", "signature", "credential", "credentials")
 _MASK = "***"
+# A config key naming a credential, as is_credential_key reads names (lowercase, `_` as `-`, an `x-` prefix dropped):
+# SECRET_KEYS, and the headers providers take a key or token in (Anthropic's `x-api-key`, `X-Auth-Token`,
+# `Proxy-Authorization`, Azure APIM's `Ocp-Apim-Subscription-Key`, Google's `x-goog-api-key`).
+_CREDENTIAL_KEYS = frozenset({key.replace("_", "-") for key in SECRET_KEYS} | {
+    "auth-token", "access-token", "api-token", "proxy-authorization", "subscription-key"})
+_CREDENTIAL_KEY_ENDINGS = ("-api-key", "-apikey", "-subscription-key")
+
+
+def is_credential_key(name: str) -> bool:
+    """`name`, a key of a config's free part (a model's extras, a judge's request options and their `extra_headers`),
+    names a credential. Not a name that only holds `key` or `token` (`prompt_cache_key`, `eos_token`, `max_tokens`)."""
+    folded = name.strip().lower().replace("_", "-")
+    folded = folded[2:] if folded.startswith("x-") else folded
+    return folded in _CREDENTIAL_KEYS or folded.endswith(_CREDENTIAL_KEY_ENDINGS)
 
 
 # What an environment variable's name is (as a shell writes one): `api_key_env: sk-or-v1-…`, the key pasted where its
@@ -22,6 +36,16 @@ def is_env_name(text: str) -> bool:
     """`text` (stripped) names an environment variable; empty is no name (a caller that takes it for "no key" asks
     first)."""
     return ENV_NAME.fullmatch(text.strip()) is not None
+
+
+def named_variable(name: str) -> str:
+    """`environment variable NAME` as a message names an API key's variable; a name that looks like a key pasted in its
+    place (20 characters or more, letters and digits mixed, lowercase among them, no `_`: Azure's 32 hex characters, a
+    Google `AIza…` key; names are words joined by `_`, OPENROUTER_API_KEY) is not shown."""
+    if len(name) >= 20 and "_" not in name and any(c.isdigit() for c in name) and any(c.islower() for c in name):
+        return (f"the environment variable api_key_env names ({len(name)} characters, not shown: it looks like a key "
+                "pasted in place of the variable's name)")
+    return f"environment variable {name}"
 
 
 def is_http_url(text: str) -> bool:

@@ -162,3 +162,32 @@ def test_claw_status_after_a_kill_says_its_containers_may_still_run(orphan: tupl
     code, out, err = claw("status", "--suite", "main", "--run-profile", "rp")
     assert code == 0, out + err
     assert "And it started OpenClaw containers, which run on until `claw gc` or the next claw build stops them" in err
+
+
+def test_an_engine_address_with_a_password_is_stored_without_it_and_still_reached(
+        claw: Claw, fake: FakeDocker, env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A build's container record names the engine its containers run on: before session 73 it kept DOCKER_HOST as
+    set, `user:password@` included, in the store (any `claw archive`-ing or copying of the store carried it). The
+    record keeps the address masked; gc (in the same environment) still reaches the engine with the password."""
+    host = "tcp://ops7user:engine-pass-0w9q@127.0.0.1:2375"
+    monkeypatch.setenv("DOCKER_HOST", host)
+    fake.script(**SLOW)
+    build = claw.popen("build", "--suite", "main", "--run-profile", "rp", "--model", "m1", "--case", "oc_a")
+    name = _wait_for_turn(fake, build)
+    pid = _container_pids(fake)[name]
+    build.send_signal(signal.SIGKILL)
+    build.communicate()
+    try:
+        [record] = (Path(env["CLAW_STORE"]) / "containers").glob("*.json")
+        text = record.read_text()
+        assert "engine-pass-0w9q" not in text and "ops7user" not in text, text
+        assert json.loads(text)["engine"]["DOCKER_HOST"] == "tcp://***@127.0.0.1:2375"
+        code, out, err = claw("gc")
+        assert code == 0 and f"stopped 1 OpenClaw container(s) that killed builds left running: {name}" in out, \
+            out + err
+        assert [call["docker_host"] for call in fake.calls("rm")] == [host]  # the engine as the build had it
+        assert _gone(pid)
+    finally:
+        for left in _container_pids(fake).values():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(left, signal.SIGKILL)

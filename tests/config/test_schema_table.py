@@ -166,7 +166,8 @@ def forbidden(tmp_path_factory: pytest.TempPathFactory) -> Validated:
 
 def test_the_workspace_of_every_allowed_form_validates(allowed: Validated) -> None:
     assert allowed.code == 0 and allowed.report["ok"], allowed.report["errors"][:5]
-    assert allowed.lines[-1].startswith("OK: ")
+    said = [line for line in allowed.lines if not line.startswith("warning: ")]  # (stderr's: an OpenClaw profile's
+    assert said[-1].startswith("OK: ")  # runner_defaults, which only llm_probe reads, are said)
 
 
 @pytest.mark.parametrize("row", ALLOWED, ids=lambda r: r.label)

@@ -282,3 +282,53 @@ def test_a_key_pasted_as_a_base_url_is_refused_and_never_shown(ws: Workspace, cl
     assert proc.returncode == 2 and "OPENROUTER_BASE_URL" in _one_line(err), (out, err)
     assert PASTED_KEY[:16] not in out + err
     assert standin.requests == []
+
+
+@pytest.mark.parametrize("header", ["x-api-key", "X-Api-Key", "x-goog-api-key", "X-Auth-Token", "Proxy-Authorization",
+                                    "Ocp-Apim-Subscription-Key", "api_token", "access_token"])
+@pytest.mark.parametrize("where", ["model", "judge"])
+def test_a_provider_key_under_a_header_name_is_refused(ws: Workspace, claw: Claw, where: str, header: str) -> None:
+    """Only the names SECRET_KEYS lists were credentials: Anthropic's `x-api-key`, Google's `x-goog-api-key`, Azure
+    APIM's `Ocp-Apim-Subscription-Key`, `X-Auth-Token`, `Proxy-Authorization` under `extra_headers` validated, and
+    the key was hashed into every run's (or judgement's) config and stored with it (before session 73)."""
+    headers = {"extra_headers": {header: PASSWORD}}
+    if where == "model":
+        ws.edit("suites/main.yaml", lambda d: d["models"][0].update(primary_params=headers))
+    else:
+        _judged_by(ws, request_options=headers)
+    line = claw.one_config_error()
+    assert header in line and "credential" in line and PASSWORD not in line, line
+
+
+def test_names_that_only_end_like_a_credential_are_accepted(ws: Workspace, claw: Claw) -> None:
+    """Request settings whose names hold `key` or `token` and no secret (OpenAI's `prompt_cache_key`, a tokenizer's
+    `eos_token`, `max_tokens`), and headers that name no credential."""
+    ws.edit("suites/main.yaml", lambda d: d["models"][0].update(primary_params={
+        "prompt_cache_key": "case-7", "eos_token": "</s>", "max_tokens": 64,
+        "extra_headers": {"X-Title": "bench", "HTTP-Referer": "https://bench.example", "x-request-key-id": "k1"}}))
+    code, out, err = claw("validate")
+    assert code == 0, (out, err)
+
+
+NAME_LIKE_KEYS = ["c0ffee1234567890abcdef1234567890", "AIzaSyD4x7Qm2Lp9Zt6Wb3Nc8Rk1Hv5Jy0Fe2Ug"]
+
+
+@pytest.mark.parametrize("key", NAME_LIKE_KEYS, ids=["azure-hex", "google"])
+@pytest.mark.parametrize("where", ["model", "judge"])
+def test_a_key_pasted_as_api_key_env_that_is_also_a_name_is_never_shown(ws: Workspace, claw: Claw,
+                                                                         standin: StandIn, where: str,
+                                                                         key: str) -> None:
+    """A key made of letters and digits alone (Azure's 32 hex characters, a Google `AIza…` key) is also a variable's
+    name: pasted as `api_key_env` it validates (the schema takes any name), and the build printed it whole in
+    'environment variable c0ffee… is not set' to the terminal and the CI log (before session 73). The build still
+    stops before any request; the name is not shown when it looks like a key."""
+    if where == "model":
+        ws.edit("suites/main.yaml", lambda d: d["models"][0].update(api_key_env=key))
+        args: tuple[str, ...] = ()
+    else:
+        _judged_by(ws, api_key_env=key)
+        args = ("--evaluation-profile", "ev")
+    code, out, err = claw.build(*args)
+    assert code == 2 and "api_key_env" in err and "looks like a key" in err, out + err
+    assert key[:12] not in out + err
+    assert [r for r in standin.requests if r["model"] == "vendor/judge"] == []

@@ -4,8 +4,9 @@ It understands `image inspect`, `run`, `rm -f` and `ps -a --filter label=… --f
 `run` plays OpenClaw itself: `config validate` and `agent` answer as a scenario file says
 ($FAKE_DOCKER_SCENARIO, JSON). The "container" is this very process; it registers itself under
 $FAKE_DOCKER_STATE/containers/<name>.json (pid + labels) while it runs, so `rm -f` can kill it and
-`ps` can list it. Every invocation is appended to $FAKE_DOCKER_STATE/calls.jsonl (argv, whether the
-CLI's own environment held secrets, the env-file's mode, whether it is a pipe, and its content keys).
+`ps` can list it (`rm` records the DOCKER_HOST it was given). Every invocation is appended to
+$FAKE_DOCKER_STATE/calls.jsonl (argv, whether the CLI's own environment held secrets, the env-file's mode, whether
+it is a pipe, and its content keys).
 
 Scenario: {"images": {"<ref>": {"Id": "sha256:…", "RepoDigests": [...]}},
            "validate": {"rc": 0, "stdout": "...", "stderr": "...", "sleep": 0},
@@ -298,7 +299,7 @@ def rm(args: list[str]) -> int:
     except ProcessLookupError:
         pass
     marker.unlink(missing_ok=True)
-    record({"cmd": "rm", "name": name, "pid": pid})
+    record({"cmd": "rm", "name": name, "pid": pid, "docker_host": os.environ.get("DOCKER_HOST")})
     return 0
 
 

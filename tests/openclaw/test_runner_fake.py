@@ -560,6 +560,39 @@ def test_a_proxy_password_passed_to_the_agent_is_never_stored(make_spec, fake_do
     assert "leak.json" in outcome.artifact["runner_metadata"]["openclaw"]["metadata"]["redacted_files"]
 
 
+@pytest.mark.parametrize(("name", "token"), [("GH_PAT", "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"),
+                                             ("SLACK_BOT", "xoxb-2048-7319-Qm4kZp8TbL2s"),
+                                             ("DEPLOY_WITH", "sk-proj-Zp4TbL2sQm4k8Rw1Yx7c")])
+def test_an_allowed_variable_holding_a_known_key_shape_is_never_stored(make_spec, fake_docker, store, tmp_path,
+                                                                       monkeypatch, name, token):
+    """A variable the user allowed (CLAW_OPENCLAW_ENV_ALLOW) under a name that says nothing of a secret (`GH_PAT`, a
+    GitHub token the agent pushes with) whose value has a key's shape (values/key_shapes.py): only the provider key,
+    names like a secret's and URL credentials were redacted, and an agent that printed its environment stored it
+    (before session 73)."""
+    monkeypatch.setenv(name, token)
+    monkeypatch.setenv("CLAW_OPENCLAW_ENV_ALLOW", name)
+    fake_docker.script(turns=[{"echo_env": True, "write_env_to": "leak.json", "payload": payload("done")}])
+    outcome = run_openclaw(make_spec(), store, tmp_path)
+    assert outcome.status == "success", outcome.artifact["error"]
+    assert all(name in call["env_names"] for call in fake_docker.calls("run"))  # passed, as allowed
+    blobs = all_object_bytes(store)
+    assert blobs and not any(token.encode() in blob for blob in blobs)
+    assert token not in json.dumps(outcome.artifact)
+
+
+def test_an_ssh_engines_login_name_is_no_secret(make_spec, fake_docker, store, tmp_path, monkeypatch):
+    """`DOCKER_HOST=ssh://deploy@host`: a login's name (ssh takes no password in the URL, docker refuses one). The
+    engine's address is redacted for its credential, and kept masked in the build's container record: its user alone
+    is neither, or every `deploy` the agent wrote would be `[redacted]` (the record keeps it whole: orphans.py)."""
+    monkeypatch.setenv("DOCKER_HOST", "ssh://deploy@127.0.0.1:2222")
+    fake_docker.script(turns=[{"write": {"notes.md": "deploy to staging\n"}, "payload": payload("deploy done")}])
+    outcome = run_openclaw(make_spec(), store, tmp_path, build_id="20261207T000000-00c0ffee")
+    assert outcome.status == "success", outcome.artifact["error"]
+    assert "deploy done" in json.dumps(outcome.artifact) and "[redacted]" not in json.dumps(outcome.artifact)
+    [record] = (store.root / "containers").glob("*.json")
+    assert json.loads(record.read_text())["engine"] == {"DOCKER_HOST": "ssh://deploy@127.0.0.1:2222"}
+
+
 @pytest.mark.parametrize("step", ["validate", "turn"])
 def test_a_secret_across_the_kept_tail_of_a_failed_steps_output_leaves_no_part_of_it(
         make_spec, fake_docker, store, tmp_path, step):

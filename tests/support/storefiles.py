@@ -99,3 +99,14 @@ def age_actions(store: Store, keys: list[str], seconds: float) -> None:
 def lose_object(store: Store, oid: str) -> None:
     """Make an object gone, as a bad disk or a hand-deleted file would: the index no longer names it."""
     rewrite_index(store, lambda segment: segment.objects.pop(bytes.fromhex(oid[len("blake3:"):]), None))
+
+
+def places_holding(root: Path, needle: str) -> list[str]:
+    """Where in the store at `root` `needle` lies: each object decoded (the packs are compressed) and every other
+    file as it is (containers/, builds' logs, refs, the index), by object id or relative path."""
+    data = needle.encode("utf-8")
+    store = Store(root)
+    found = [oid for oid in store.iter_objects() if data in store.get_bytes(oid)]
+    packs = root / "packs"
+    return found + [str(path.relative_to(root)) for path in sorted(root.rglob("*"))
+                    if path.is_file() and not path.is_relative_to(packs) and data in path.read_bytes()]

@@ -14,7 +14,7 @@ from clawstore.config.error_text import got_text, number_text_hint, unquoted_hin
 from clawstore.config.ids import ID_PATTERN
 from clawstore.errors import quoted
 from clawstore.values.costs import PRICE_KEYS
-from clawstore.values.urls import ENV_NAME, SECRET_KEYS, credential_in_url, is_env_name, is_http_url
+from clawstore.values.urls import ENV_NAME, credential_in_url, is_credential_key, is_env_name, is_http_url
 
 
 def fail(message: str, field: str | None = None) -> PydanticCustomError:
@@ -24,7 +24,7 @@ def fail(message: str, field: str | None = None) -> PydanticCustomError:
 
 def reject_secrets(extras: dict[str, Any], hint: str, prefix: str = "") -> None:
     for key in extras:
-        if str(key).lower() in SECRET_KEYS:
+        if is_credential_key(str(key)):
             raise fail(f"'{key}' looks like a credential; configs are stored, secrets must not be: {hint}",
                        f"{prefix}{key}")
 
@@ -47,13 +47,13 @@ def _holds_secret(value: Any) -> bool:
 def reject_credential_urls(value: Any, hint: str, field: str = "") -> None:
     """A URL carrying a credential anywhere in a config's free part (a model's extras, a judge's request options, an
     agent's openclaw block) is refused as a `base_url`'s is: the config is stored with every run. So is a key named
-    as a credential (SECRET_KEYS: `primary_params.api_key`, `request_options.extra_headers.Authorization`, an agent's
-    `tools.web.search.apiKey`) at any depth when it holds text or a number (a mapping under it, as a JSON schema's
-    `password` property, is no secret; nor is `${NAME}`, an environment reference)."""
+    as a credential (is_credential_key: `primary_params.api_key`, `request_options.extra_headers.Authorization` or
+    `x-api-key`, an agent's `tools.web.search.apiKey`) at any depth when it holds text or a number (a mapping under
+    it, as a JSON schema's `password` property, is no secret; nor is `${NAME}`, an environment reference)."""
     if isinstance(value, dict):
         for key, item in value.items():
             inner = f"{field}{key}" if not field or field.endswith(".") else f"{field}.{key}"
-            if str(key).lower() in SECRET_KEYS and _holds_secret(item):
+            if is_credential_key(str(key)) and _holds_secret(item):
                 raise fail(f"'{key}' looks like a credential; configs are stored, secrets must not be: {hint}", inner)
             reject_credential_urls(item, hint, inner)
     elif isinstance(value, list):

@@ -20,13 +20,15 @@ from clawstore.host import bounded_output
 from clawstore.host.run_limits import MAX_OUTPUT_BYTES
 from clawstore.host.scratch import remove_tree
 from clawstore.runners.openclaw.config import CONTAINER_KEY_ENV
-from clawstore.values.urls import secrets_in_url
+from clawstore.values.key_shapes import KEY_SHAPES
+from clawstore.values.urls import secrets_in_url, shown_url
 
 LABEL = "clawstore.openclaw"
 MOUNT_POINT = "/work"
 PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
               "http_proxy", "https_proxy", "no_proxy", "all_proxy")
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
+_KEY_SHAPES = tuple(map(re.compile, KEY_SHAPES))
 _NAME_OK = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 STOP_GRACE_S = 10.0
 DEFAULT_MEMORY = "4g"
@@ -147,10 +149,14 @@ def container_env(api_key_env: str | None, extra_names: Sequence[str] = (),
 
 
 def secret_values(env: Mapping[str, str]) -> list[str]:
-    """Values that must never be stored: the key, anything named like a secret, and the credential a URL carries
-    (a proxy's `http://user:password@proxy:3128`, an allowed `DATABASE_URL`'s), whatever its variable's name."""
-    named = [v for k, v in env.items() if k == CONTAINER_KEY_ENV or _SECRET_NAME.search(k)]
+    """Values that must never be stored: the key, anything named like a secret, the credential a URL carries (a
+    proxy's `http://user:password@proxy:3128`, an allowed `DATABASE_URL`'s; the engine's are engine_secrets) and a
+    value holding a key's shape (an allowed `GH_PAT=ghp_…`: values/key_shapes.py), whatever
+    its variable's name."""
+    shaped = {k: [m.group(0) for shape in _KEY_SHAPES for m in shape.finditer(v)] for k, v in env.items()}
+    named = [v for k, v in env.items() if k == CONTAINER_KEY_ENV or _SECRET_NAME.search(k) or shaped[k]]
     values = {form for v in named for form in (v, v.strip()) if len(form) >= 4}  # (stripped: as a reader takes it)
+    values.update(key for found in shaped.values() for key in found)
     values.update(part for v in env.values() for part in secrets_in_url(v) if len(part) >= 4)
     return sorted(values, key=len, reverse=True)
 
@@ -199,6 +205,26 @@ def _cli_env(hidden: Sequence[str], engine: Mapping[str, str] | None = None) -> 
 def engine_env() -> dict[str, str]:
     """This process's engine variables (ENGINE_VARS that are set)."""
     return {name: os.environ[name] for name in ENGINE_VARS if name in os.environ}
+
+
+def _ssh_login(address: str) -> bool:
+    """`ssh://deploy@host`: a login's name, no credential (ssh takes no password in the URL, docker refuses one)."""
+    scheme, sep, rest = address.strip().partition("://")
+    return bool(sep) and scheme.lower() == "ssh" and ":" not in rest.partition("/")[0].rpartition("@")[0]
+
+
+def engine_secrets(engine: Mapping[str, str]) -> list[str]:
+    """The credentials the engine's addresses carry (`tcp://user:password@host`, a query's token), never stored: the
+    CLI quotes an address it cannot parse whole. Not an ssh login's name: redacted, every `deploy` an agent wrote
+    would be."""
+    return [part for value in engine.values() if not _ssh_login(value)
+            for part in secrets_in_url(value) if len(part) >= 4]
+
+
+def engine_address_shown(address: str) -> str:
+    """An engine's address as a build's container record keeps it (orphans.py): its credential masked as claw shows
+    URLs (`tcp://***@host:2375`), an ssh login's name kept."""
+    return address if _ssh_login(address) else shown_url(address)
 
 
 def _quick(settings: EngineSettings, args: Sequence[str], hidden: Sequence[str] = (),

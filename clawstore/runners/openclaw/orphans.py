@@ -16,11 +16,13 @@ from clawstore.host.durable import write_file_atomic
 from clawstore.runners.openclaw.container import (
     LABEL,
     EngineSettings,
+    engine_address_shown,
     engine_env,
     labelled_containers,
     remove_container,
 )
 from clawstore.values.canonical import canonical_json
+from clawstore.values.urls import shown_text
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
@@ -40,8 +42,8 @@ class OrphanReport:
 def owner_labels(store: Store, build_id: str, settings: EngineSettings) -> tuple[str, ...]:
     """The labels naming the build a container belongs to, recorded in the store first (once per build,
     CLI and engine) so that whoever finds the build dead knows where to look."""
-    doc = {"build_id": build_id, "docker_cli": settings.docker_cli, "engine": engine_env(),
-           "host": socket.gethostname()}
+    engine = {name: engine_address_shown(value) for name, value in engine_env().items()}  # (see _engine_to_ask)
+    doc = {"build_id": build_id, "docker_cli": settings.docker_cli, "engine": engine, "host": socket.gethostname()}
     body = canonical_json(doc)
     path = store.root / RECORDS / f"{build_id}.{blake3.blake3(body).hexdigest()[:16]}.json"
     if not path.exists():
@@ -73,16 +75,26 @@ def stop_orphans(store: Store, build_id: str | None = None) -> OrphanReport:
         if record.host != host or record.build_id in live or build_id not in (None, record.build_id):
             continue
         settings = EngineSettings(docker_cli=record.docker_cli)
-        names, why = labelled_containers(settings, f"{BUILD_LABEL}={record.build_id}", record.engine)
+        engine = _engine_to_ask(record.engine)
+        names, why = labelled_containers(settings, f"{BUILD_LABEL}={record.build_id}", engine)
         if names is None:
-            report.unanswered.append(f"{record.docker_cli}: {why}")
+            report.unanswered.append(f"{record.docker_cli}: {shown_text(why)}")
             continue
         for name in names:
-            remove_container(settings, name, record.engine)
+            remove_container(settings, name, engine)
             report.stopped.append(f"{name} (build {record.build_id})")
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
     return report
+
+
+def _engine_to_ask(recorded: dict[str, str]) -> dict[str, str]:
+    """The engine variables a record names, each as this process has it when it is the same address but for the
+    credential the record masks (`tcp://***@host:2375`; an ssh login's name is kept): a record never holds a password,
+    and an engine behind one is reached from the environment that built (else its record waits, unanswered)."""
+    current = engine_env()
+    return {name: current[name] if name in current and engine_address_shown(current[name]) == value else value
+            for name, value in recorded.items()}
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,9 @@ from clawstore.runners.openclaw.container import (
     EngineSettings,
     Invocation,
     container_env,
+    engine_env,
     engine_problem,
+    engine_secrets,
     secret_values,
 )
 from clawstore.runners.openclaw.orphans import owner_labels
@@ -42,6 +44,7 @@ from clawstore.runners.pricing import pricing
 from clawstore.store.core.ids import oid_of
 from clawstore.values.canonical import strict_json
 from clawstore.values.costs import PRICE_NAMES, PRICED, UNKNOWN
+from clawstore.values.urls import named_variable
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
@@ -206,9 +209,10 @@ class _Run:
         if spec.api_key_env and not env.get(CONTAINER_KEY_ENV, "").strip():
             raise _Failure("failed", RunError(
                 "runner_configuration_error",
-                f"environment variable {spec.api_key_env} is not set (the model provider's API key)",
+                f"{named_variable(spec.api_key_env)} is not set (the model provider's API key)",
                 "configuration_error"))
-        self.secrets = secret_values(env)
+        # (and the credential the engine's address carries: the CLI quotes a DOCKER_HOST it cannot parse whole)
+        self.secrets = sorted({*secret_values(env), *engine_secrets(engine_env())}, key=len, reverse=True)
         self.trace.runner("openclaw_container_env", None, {
             "mode": "allowlist", "variables": sorted(env), "api_key_set": bool(spec.api_key_env),
             "forwarded_count": len(env)})
