@@ -34,7 +34,7 @@ def test_the_table_names_every_command_module_and_the_commands_it_registers() ->
 
 def test_a_mistyped_command_is_matched_against_every_command_loaded_or_not() -> None:
     result = CliRunner().invoke(main, ["stat"])
-    assert result.exit_code == 2 and "Error: No such command 'stat'. Did you mean 'status'?" in result.output
+    assert result.exit_code == 2 and "claw: no such command 'stat'; did you mean 'status'?" in result.output
 
 
 # The console script's program, writing at its end the command modules it imported and which of WATCHED it did (to the

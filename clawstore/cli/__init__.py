@@ -82,6 +82,16 @@ PATH_ERRNOS = {errno.ENAMETOOLONG, errno.ENOENT, errno.ENOTDIR, errno.EISDIR, er
 SIGPIPE_EXIT = 128 + 13  # what a shell shows for a program ended by SIGPIPE (`git log | head`)
 
 
+def _duckdb_interrupted(exc: BaseException) -> bool:
+    """DuckDB's own look at Python's signals took a Ctrl-C (or SIGTERM) mid-query: its InterruptException, or the
+    `RuntimeError: Query interrupted` it made of the KeyboardInterrupt, is the interrupt, whichever command's query it
+    stopped (`claw query` says so itself; `view`'s and `report`'s reads of the manifest were a traceback, exit 1,
+    before session 73). Told by name: duckdb is not imported for this."""
+    kind = type(exc)
+    return (kind.__name__ == "InterruptException" and kind.__module__.endswith("duckdb")) or \
+        (kind is RuntimeError and str(exc) == "Query interrupted")
+
+
 def _stdout_reader_gone() -> bool:
     """Whether stdout is a pipe nobody reads any more (`claw explain … | head`); not a provider's socket reset, whose
     EPIPE is a BrokenPipeError too."""
@@ -99,6 +109,34 @@ def _exit_if_reader_gone(exc: OSError) -> None:
     if isinstance(exc, BrokenPipeError) and _stdout_reader_gone():
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(SIGPIPE_EXIT)
+
+
+def _usage_line(exc: click.UsageError) -> str:
+    """click's usage error as claw's one line: the command, what was wrong and expected, where to look (`claw build:
+    no such option '--nope' (claw build --help lists them)`), where click wrote `Usage: …`, `Try …`, a blank line and
+    `Error: …`, naming the program as it was started (`python -m clawstore.cli`)."""
+    names = []
+    ctx = exc.ctx
+    while ctx is not None and ctx.parent is not None:
+        names.append(ctx.info_name or "")
+        ctx = ctx.parent
+    command = " ".join(["claw", *reversed(names)])
+    text = one_line(exc.format_message().strip())
+    if ". (Did you mean" in text:  # (click's "No such option '--nope'. (Did you mean one of: …?)")
+        text = text.replace(". (Did you mean", "; did you mean").removesuffix(")")
+    text = text.replace(". Did you mean", "; did you mean")
+    text = text.removesuffix(".")
+    text = text[:1].lower() + text[1:]
+    listed = isinstance(exc, (click.exceptions.NoSuchOption, click.exceptions.NoSuchCommand))
+    return f"{command}: {text} ({command} --help{' lists them' if listed else ''})"
+
+
+def _usage_exit(exc: click.UsageError) -> None:
+    """A usage error's one line and exit 2; a group given no command still shows its help, as click does."""
+    if isinstance(exc, click.exceptions.NoArgsIsHelpError):
+        raise exc
+    click.echo(_usage_line(exc), err=True)
+    sys.exit(UsageError.exit_code)
 
 
 class ClawGroup(SummaryGroup):
@@ -133,6 +171,9 @@ class ClawGroup(SummaryGroup):
         # itself ended it with exit 1)
         try:
             return super().make_context(info_name, args, parent, **extra)
+        except click.UsageError as exc:  # (`claw --nope`: the program's own options)
+            _usage_exit(exc)
+            raise
         except OSError as exc:
             _exit_if_reader_gone(exc)
             raise
@@ -142,6 +183,8 @@ class ClawGroup(SummaryGroup):
         try:
             end_quiet_interrupts()  # (entry's: the arguments are read, the command's own handling starts)
             return super().invoke(ctx)
+        except click.UsageError as exc:  # a command's arguments (`claw build --nope`), an unknown command
+            _usage_exit(exc)
         except ClawError as exc:
             click.echo(f"claw: error: {one_line(str(exc))}", err=True)
             sys.exit(exc.exit_code)
@@ -152,6 +195,11 @@ class ClawGroup(SummaryGroup):
             sys.exit(UsageError.exit_code if exc.errno in PATH_ERRNOS else StoreError.exit_code)
         except KeyboardInterrupt as exc:  # a build's interrupt says what it committed and what is left
             click.echo(f"claw: {exc}" if str(exc) else "claw: interrupted", err=True)
+            sys.exit(130)
+        except Exception as exc:
+            if not _duckdb_interrupted(exc):
+                raise
+            click.echo("claw: interrupted", err=True)
             sys.exit(130)
         finally:
             restore()

@@ -9,6 +9,7 @@ import click
 
 from clawstore.project.places import (  # noqa: F401 - the commands' helpers, here with the options
     open_store,
+    refuse_read_only,
     require_built,
     resolve_store_dir,
     workspace_store_dir,
@@ -127,3 +128,4 @@ def size_text(count: int) -> str:
             return f"{count} B" if unit == "B" else f"{size:.1f} {unit}"
         size /= 1024
     return f"{count} B"
+

@@ -8,7 +8,7 @@ from types import ModuleType
 
 import click
 
-from clawstore.cli.common import size_text, store_option, workspace_store_dir
+from clawstore.cli.common import refuse_read_only, size_text, store_option, workspace_store_dir
 from clawstore.cli.store_access import open_store_of, os_errors
 from clawstore.errors import UsageError
 from clawstore.host import process_end
@@ -34,6 +34,9 @@ def fsck_cmd(repair: bool, rebuild_manifest: bool, store_dir: Path | None) -> No
         click.echo(f"problem: {marker_problem}")
         click.echo("fsck: 1 problem(s) (the rest of the store is checked once the marker is rewritten)", err=True)
         sys.exit(1)
+    if repair:
+        refuse_read_only(workspace_store_dir(store_dir), "fsck --repair moves what is damaged aside and rewrites what "
+                         "it fixes in it (fsck without --repair only reads)")
     store = open_store_of(store_dir)
     report = run_fsck(store, repair=repair, beside=process_end.is_program())
     manifest = query.manifest_problems(store) if query is not None else []

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from clawstore.cli.common import closed_with_command, store_option, workspace_store_dir
+from clawstore.cli.common import closed_with_command, refuse_read_only, store_option, workspace_store_dir
 from clawstore.cli.transfer_options import ENDPOINT, PROGRESS, narrow, ref_names, workspace
 
 
@@ -27,7 +27,9 @@ def push_command(remote: str, endpoint_url: str | None, suite: str | None, run_p
     from clawstore.store import Store
 
     target = resolve_remote(workspace(), remote, endpoint_url)  # (a bad one is refused before the store opens)
-    store = closed_with_command(Store(workspace_store_dir(store_dir, must_exist=True), create=False))
+    root = workspace_store_dir(store_dir, must_exist=True)
+    refuse_read_only(root, "push keeps what it pushed under remotes/ (push from a writable copy of the store)")
+    store = closed_with_command(Store(root, create=False))
     shown = open_transfer_progress(progress, sys.stderr, "pushing", f"to {target.url}")
     try:
         with collector_paused():  # its lists of ids are acyclic; the process ends right after

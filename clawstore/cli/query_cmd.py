@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from clawstore.cli.common import existing_store_root, open_existing, store_option
+from clawstore.cli.common import existing_store_root, open_existing, refuse_read_only, store_option
 from clawstore.errors import UsageError, one_line, utf8_argument
 from clawstore.host.durable import atomic_file, output_problem
 
@@ -85,7 +85,12 @@ def query_command(sql_or_name: str | None, fmt: str, out: Path | None, params: t
     # the manifest only for SQL that reads their history (a damaged build log is then named and skipped).
     index = index_pending if reads_history(sql) else index_current
     with collector_paused():  # (indexing makes acyclic rows: the collector's passes over them were a twelfth of it)
-        index(open_existing(root), warn=lambda line: click.echo(f"claw: warning: {line}", err=True))
+        try:
+            index(open_existing(root), warn=lambda line: click.echo(f"claw: warning: {line}", err=True))
+        except OSError:  # (a store it may not write: said so, rather than the file it failed on)
+            refuse_read_only(root, "query brings its manifest (manifest/) up to date first, and it is behind the "
+                                   "store's builds (claw report reads the records instead)")
+            raise
     _note_untrusted(root)
     confined = saved_in is not None and not is_packaged(saved_in)
     try:

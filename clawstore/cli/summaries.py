@@ -1,10 +1,13 @@
-"""Command groups whose --help gives each subcommand's whole first sentence, wrapped to the terminal.
+"""Command groups whose --help gives each subcommand's whole first sentence, wrapped to the terminal, and whose
+usage errors name the subcommand they are about (the group's one line is cli/__init__.py's _usage_line).
 
 click cuts each summary at the terminal's width with '...' ("Export a campaign into one reproducible file;
 verify, list..."): the list a newcomer reads first lost what most commands do.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import click
 
@@ -19,3 +22,13 @@ class SummaryGroup(click.Group):
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as exc:  # (click's parser raises "Option '--store' requires an argument." without its
+            if exc.ctx is None and ctx.invoked_subcommand:  # command's context: said of the subcommand run)
+                command = self.get_command(ctx, ctx.invoked_subcommand)
+                if command is not None:
+                    exc.ctx = click.Context(command, info_name=ctx.invoked_subcommand, parent=ctx)
+            raise

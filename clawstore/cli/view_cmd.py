@@ -118,12 +118,12 @@ def view_command(suite: str, run_profile: str, evaluation_profile: str | None, a
     details in a folder beside the page, loaded when a run is opened)."""
     from clawstore.host import process_end
     from clawstore.report.view_beside import DetailsBeside
-    from clawstore.report.view_page import details_dir
+    from clawstore.report.view_page import details_dir, remove_dead_temps
     from clawstore.store import Store  # noqa: F401 - imported before the fork: the helper reads the store too
 
     # First: forked before the tag reader's pool and the store start a thread.
     helper = DetailsBeside(fork=process_end.is_program())
-    made: list[Path] = []  # the details folder, when this command makes it
+    made: dict[Path, bool] = {}  # the details folder: whether this command makes it
     written_whole = False
     try:
         written, path = _view(suite, run_profile, evaluation_profile, against, out, store_dir, helper, made)
@@ -131,8 +131,11 @@ def view_command(suite: str, run_profile: str, evaluation_profile: str | None, a
     finally:
         helper.close()  # (first: the helper writes no shard after)
         if not written_whole:  # a full disk, Ctrl-C: no folder of shards without its page (before session 72, left)
-            for folder in made:
-                shutil.rmtree(folder, ignore_errors=True)
+            for folder, new in made.items():
+                if new:
+                    shutil.rmtree(folder, ignore_errors=True)
+                else:  # one there before: kept, without the shard the helper was writing when it died (session 73)
+                    remove_dead_temps(folder)
     click.echo(f"wrote {path} ({size_text(written.page_bytes)}, {written.runs} runs; their details in "
                f"{details_dir(path)}/, {size_text(written.detail_bytes)})", err=True)
     if open_page and not webbrowser.open(path.absolute().as_uri()):
@@ -141,9 +144,9 @@ def view_command(suite: str, run_profile: str, evaluation_profile: str | None, a
 
 
 def _view(suite: str, run_profile: str, evaluation_profile: str | None, against: str | None, out: Path | None,
-          store_dir: Path | None, helper: DetailsBeside, made: list[Path]) -> tuple[Written, Path]:
+          store_dir: Path | None, helper: DetailsBeside, made: dict[Path, bool]) -> tuple[Written, Path]:
     """The page and its details written (`helper` making its share of the shards); where. The details folder is
-    added to `made` when it is not there yet."""
+    put in `made`, with whether it was not there yet."""
     from clawstore.builder.cyclic_gc import collector_paused
     from clawstore.cli.build_view import note, pending_note
     from clawstore.cli.report_cmd import _indexed
@@ -184,8 +187,7 @@ def _view(suite: str, run_profile: str, evaluation_profile: str | None, against:
             note(pending_note(store, campaign))
         if out is None:
             path.parent.mkdir(parents=True, exist_ok=True)
-        if not os.path.lexists(details_dir(path)):
-            made.append(details_dir(path))
+        made[details_dir(path)] = not os.path.lexists(details_dir(path))
         return write_view(store, data, title, path, helper), path
 
 

@@ -27,6 +27,19 @@ def _syncfs() -> Any:
         return None
 
 
+@contextlib.contextmanager
+def naming(path: Path | str) -> Iterator[None]:
+    """An OSError of a write that names no file (os.write's, a file object's: a full disk said `claw: error: No space
+    left on device`, and which disk, the store's, the workspace's or the config's?) names `path`, as claw's one line
+    names it (`claw: error: PATH: No space left on device`)."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is None and exc.errno is not None:
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
+        raise
+
+
 def fsync_path(path: Path | str) -> None:
     """fsync a file or directory by path (directories make renames and unlinks durable)."""
     fd = os.open(path, os.O_RDONLY)
@@ -136,15 +149,16 @@ def write_file_atomic(path: Path, data: bytes | Iterable[bytes], tmp_dir: Path, 
     never a mix: temp file in `tmp_dir` → fsync → rename → fsync of the directory. `durable=False` skips the fsyncs
     (derived data a crash may lose but never tear)."""
     tmp = tmp_dir / temp_name()
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
-    try:
+    try:  # (the open inside: a Ctrl-C raised as it returns left the temp file, the name being this process's own)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
         try:
-            for chunk in [data] if isinstance(data, bytes) else _coalesced(data):
-                view = memoryview(chunk)
-                while view:
-                    view = view[os.write(fd, view):]
-            if durable:
-                os.fsync(fd)
+            with naming(path):  # (a full disk: the file it refused named, not only "No space left on device")
+                for chunk in [data] if isinstance(data, bytes) else _coalesced(data):
+                    view = memoryview(chunk)
+                    while view:
+                        view = view[os.write(fd, view):]
+                if durable:
+                    os.fsync(fd)
         finally:
             os.close(fd)
         rename_into(tmp, path)

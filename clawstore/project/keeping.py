@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from clawstore.errors import UsageError
 from clawstore.host.durable import output_problem
 from clawstore.host.scratch import sweep_dead_scratch
-from clawstore.project.places import require_built, workspace_store_dir
+from clawstore.project.places import refuse_read_only, require_built, workspace_store_dir
 
 if TYPE_CHECKING:
     from clawstore.config.campaign import Campaign
@@ -114,6 +114,8 @@ def export(store: Store, campaign: Campaign, output: Path) -> ArchiveSummary:
     problem = output_problem("-o", output)
     if problem is not None:
         raise UsageError(problem)
+    refuse_read_only(Path(store.root), "archive export stores the workspace's configs in it before it writes them out "
+                                       "(export from a writable copy of the store)")
     return export_campaign(store, campaign, output)
 
 

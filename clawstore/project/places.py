@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from clawstore.errors import UsageError
+from clawstore.errors import StoreError, UsageError
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
@@ -91,3 +91,11 @@ def require_built(store: Store, campaign_id: str, kept_apart_ok: bool = False) -
         if kept_apart_head(store, campaign_id) is not None:
             return
     raise UsageError(message)
+
+
+def refuse_read_only(root: Path, needs: str) -> None:
+    """StoreError (exit 3) when the store at `root` cannot be written (a shared store mounted read-only, or another
+    user's) by a command that must write it: `needs` says what it writes (`push keeps what it pushed under remotes/`).
+    Before session 73 each named the first file it failed to write (`tmp/….json: Read-only file system`)."""
+    if os.path.isdir(root / "tmp") and not os.access(root / "tmp", os.W_OK):
+        raise StoreError(f"store {root} is read-only: {needs}")

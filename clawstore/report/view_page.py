@@ -176,8 +176,24 @@ def _remove_stale(folder: Path, shards: int) -> None:
         return
     for entry in folder.iterdir():
         number = _SHARD.fullmatch(entry.name)
-        owner = temp_owner(entry.name) if entry.name.endswith(".tmp") else None
-        if (number and int(number.group(1)) >= shards) or (owner and not process_alive(*owner)):
+        if (number and int(number.group(1)) >= shards) or _dead_temp(entry.name):
             entry.unlink(missing_ok=True)
     if shards == 0 and not any(folder.iterdir()):
         folder.rmdir()
+
+
+def _dead_temp(name: str) -> bool:
+    """A shard's temp file whose writer is no longer alive."""
+    owner = temp_owner(name) if name.endswith(".tmp") else None
+    return owner is not None and not process_alive(*owner)
+
+
+def remove_dead_temps(folder: Path) -> None:
+    """Remove the shards' temp files in `folder` whose writers are dead (a view interrupted mid-write: its helper,
+    killed holding one, cannot remove it), nothing else; quietly (the command is ending for another reason)."""
+    try:
+        for entry in folder.iterdir():
+            if _dead_temp(entry.name):
+                entry.unlink(missing_ok=True)
+    except OSError:
+        pass

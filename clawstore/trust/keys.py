@@ -19,7 +19,7 @@ from pathlib import Path
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from clawstore.errors import UsageError
-from clawstore.host.durable import temp_name, write_file_atomic
+from clawstore.host.durable import naming, temp_name, write_file_atomic
 
 KEY_PREFIX = "claw-ed25519:"
 PRIVATE_FILE = "signing_key"
@@ -64,7 +64,7 @@ def signing_key() -> Ed25519PrivateKey:
         tmp = directory / f".{PRIVATE_FILE}.{temp_name()}"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:  # (the write inside: a full disk left the temp file, with part of a private key, before session 72)
-            with os.fdopen(fd, "wb") as fh:
+            with naming(path), os.fdopen(fd, "wb") as fh:  # (it said only "No space left on device", session 72)
                 fh.write(base64.b64encode(fresh) + b"\n")
                 fh.flush()
                 os.fsync(fh.fileno())

@@ -219,4 +219,4 @@ def test_a_confidence_or_margin_that_is_no_finite_number_is_refused(builds: Buil
     """`nan` passes click's FloatRange: as --confidence it was a traceback (ValueError in the bootstrap's interval),
     as --margin a gate that never failed, whatever B lost (exit 0); so was --margin inf (session 72)."""
     code, out, err = builds.claw("compare", builds.seed1, builds.worse, "--fail-on-regression", option, value)
-    assert code == 2 and f"Invalid value for '{option}'" in err and "finite" in err and out == "", (code, err)
+    assert code == 2 and f"invalid value for '{option}'" in err and "finite" in err and out == "", (code, err)

@@ -58,7 +58,7 @@ def test_a_renamed_flag_breaks_the_tour(drifted: list[str]) -> None:
     """What happens when code and docs drift: the tour names --dry-run, the command calls it --plan-only."""
     failures = [f for f in drifted if "0 requests sent" not in f]
     assert failures and all("--plan-only" in f for f in failures)
-    assert "No such option '--plan-only'" in failures[0]
+    assert "no such option '--plan-only'" in failures[0]
 
 
 def test_a_broken_promise_breaks_the_tour(drifted: list[str]) -> None:

@@ -86,7 +86,7 @@ def test_sql_opening_with_any_comment_is_the_sql_in_any_order(store: Store, comm
     code, out, err = run(store, "--format", "json", "--param=v=a b", sql)  # (an option's value holding a space)
     assert (code, json.loads(out or "null")) == (0, [{"n": 9, "v": "a b"}]), err
     code, out, err = run(store, "--no-such-flag", sql)  # (an unknown option stays one: no space in its name)
-    assert code == 2 and "No such option" in err, err
+    assert code == 2 and "no such option '--no-such-flag'" in err, err
 
 
 def test_bad_sql_is_one_line_and_exit_2(store: Store) -> None:

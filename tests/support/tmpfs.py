@@ -1,5 +1,5 @@
-"""A real, tiny filesystem for tests of a full disk: a tmpfs mounted for the test (root only: skipped elsewhere,
-failed on CI, where the tests must run)."""
+"""Real filesystems for tests: a tiny tmpfs for a full disk, a read-only bind mount for a read-only store (root only:
+skipped elsewhere, failed on CI, where the tests must run)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,22 @@ def mounted_tmpfs(mount: Path, size: str) -> Iterator[Path]:
         if os.environ.get("CI") == "true":
             pytest.fail(f"cannot mount a tmpfs: {done.stderr.strip()}")
         pytest.skip(f"cannot mount a tmpfs here (needs root): {done.stderr.strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+@contextmanager
+def mounted_read_only(source: Path, mount: Path) -> Iterator[Path]:
+    """`source` seen read-only at `mount` (made): a bind mount (a shared store mounted read-only; root only: skipped
+    elsewhere, failed on CI), unmounted after."""
+    mount.mkdir()
+    done = subprocess.run(["mount", "--bind", "-o", "ro", str(source), str(mount)], capture_output=True, text=True)
+    if done.returncode != 0:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"cannot bind-mount read-only: {done.stderr.strip()}")
+        pytest.skip(f"cannot bind-mount read-only here (needs root): {done.stderr.strip()}")
     try:
         yield mount
     finally:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
+import shutil
 import signal
 import subprocess
 import sys
@@ -321,3 +322,50 @@ def test_a_view_allowed_one_cpu_forks_no_helper(store_dir: Path, alone: dict[str
         time.sleep(0.002)
     assert proc.returncode == 0 and not seen
     assert _written(out) == alone
+
+
+def _killed(pid: int) -> bool:
+    """SIGKILL sent to `pid` (pending, as strace holds it), or `pid` gone."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return True
+    pending = [int(line.split()[1], 16) for line in status.splitlines() if line.startswith(("SigPnd:", "ShdPnd:"))]
+    return any(mask & (1 << (signal.SIGKILL - 1)) for mask in pending) or "State:\tZ" in status
+
+
+def _temps(folder: Path) -> list[str]:
+    return [f.name for f in folder.iterdir() if f.name.endswith(".tmp")]
+
+
+@pytest.mark.skipif(sys.platform != "linux" or shutil.which("strace") is None,
+                    reason="the helper is forked on Linux only; strace holds it mid-write")
+def test_an_interrupted_view_leaves_no_shard_half_written_in_a_folder_it_did_not_make(
+        store_dir: Path, tmp_path: Path) -> None:
+    # Ctrl-C while the helper wrote a shard into a details folder that was there before (an earlier view's): its
+    # `<pid>-….tmp` stayed there (the folder is not the command's to remove), until session 73.
+    out = tmp_path / "view.html"
+    folder = out.with_name(out.name + ".d")
+    folder.mkdir()
+    proc, helper = _view(store_dir, out)
+    # The helper held at its shard's rename (its temp file written, not yet renamed) until it is killed.
+    tracer = subprocess.Popen(["strace", "-qq", "-o", os.devnull, "-p", str(helper), "-e", "trace=rename",
+                               "-e", "inject=rename:delay_enter=60000000"], stderr=subprocess.PIPE, text=True)
+    try:
+        _until(lambda: "TracerPid:\t0\n" not in Path(f"/proc/{helper}/status").read_text() or tracer.poll() is not None,
+               "strace")
+        if tracer.poll() is not None:
+            pytest.skip(f"strace cannot trace here: {tracer.stderr.read() if tracer.stderr else ''}")
+        os.kill(helper, signal.SIGCONT)
+        _until(lambda: _temps(folder) or proc.poll() is not None, "the helper's shard written, not yet renamed")
+        assert proc.poll() is None, proc.communicate()
+        os.kill(proc.pid, signal.SIGINT)  # (the command waits for the helper's shards: Ctrl-C)
+        # The command ends its helper (SIGKILL); strace, holding it, is ended then (it does not let a tracee it delays
+        # die: "delayed wait data set already"), and the helper dies before its rename.
+        _until(lambda: _killed(helper), "the command's SIGKILL of its helper")
+    finally:
+        tracer.kill()
+        tracer.wait()
+    _, err = proc.communicate(timeout=60)
+    assert (proc.returncode, err) == (130, "claw: interrupted\n"), err
+    assert not _alive(helper) and folder.is_dir() and _temps(folder) == [], _temps(folder)

@@ -4,6 +4,7 @@ lock held. docs/store.md (Leases and locks; Details by module)."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -15,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from clawstore.errors import StoreError, UsageError
-from clawstore.host.durable import process_identity, temp_name
+from clawstore.host.durable import naming, process_identity, temp_name
 from clawstore.store.core.layout import LEASES, LOCKS, TMP
 
 _POLL_S = 0.02
@@ -108,10 +109,19 @@ def lease(root: Path, purpose: str) -> Iterator[LeaseInfo]:
     name = temp_name(".json")
     staging, final = root / TMP / name, root / LEASES / name
     # Lock before the file is visible under leases/: nobody can ever see it unlocked and call it stale.
-    fd = os.open(staging, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+    try:
+        fd = os.open(staging, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        if exc.errno != errno.EROFS:
+            raise
+        # A store on a read-only filesystem (a shared results store mounted read-only): no gc can delete anything
+        # under a reader, so it needs no lease (`archive export`, `push` and a build's plan refused it, session 72).
+        yield LeaseInfo(final, pid, purpose, doc["started_at"], now, doc["host"], True)  # type: ignore[arg-type]
+        return
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        os.write(fd, json.dumps(doc, sort_keys=True).encode() + b"\n")
+        with naming(staging):  # (a full disk: `claw build` said only "No space left on device" before session 73)
+            os.write(fd, json.dumps(doc, sort_keys=True).encode() + b"\n")
         os.rename(staging, final)
         # The lease is visible now; wait for a gc sweep in progress to end. A sweep that starts later
         # sees this lease and keeps what its holder may use; one already running did not see it, so

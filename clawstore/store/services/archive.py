@@ -3,7 +3,6 @@ reading them (importing: archive_import.py). Layout: docs/gc-and-archives.md (Ar
 
 from __future__ import annotations
 
-import contextlib
 import mmap
 import os
 import tempfile
@@ -17,7 +16,7 @@ import blake3
 import msgspec
 
 from clawstore.errors import MissingObjectError, UsageError, one_line, quoted
-from clawstore.host.durable import atomic_file
+from clawstore.host.durable import atomic_file, naming
 from clawstore.store.core.ids import PREFIX, is_hex64, is_oid
 from clawstore.store.core.index import Loc
 from clawstore.store.core.leftovers import remove_stale_temp_files
@@ -132,7 +131,7 @@ def write_archive(store: Store, out: Path, manifest: dict[str, Any],
     remove_stale_temp_files(store)  # (a killed export's temp file beside its output, among others)
     store.tmp_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryFile(dir=store.tmp_dir) as message:  # (unnamed: nothing left if this process is killed)
-        with _naming(store.tmp_dir):
+        with naming(store.tmp_dir):
             message.write(signature.MESSAGE_PREFIX)
             cut = _write_manifest_json(message, fields, digests, sizes)  # where the signature goes
             message.flush()
@@ -142,7 +141,7 @@ def write_archive(store: Store, out: Path, manifest: dict[str, Any],
         field = canonical_json(signature.FIELD) + b":" + canonical_json(sig)
         end = message.seek(0, os.SEEK_END)
         inserted = field + b"," if cut < end - 1 else b"," + field  # (before the next key, or last before the `}`)
-        with _naming(out), atomic_file(out, registry=store.tmp_dir) as fh:  # (found by gc and fsck if killed)
+        with naming(out), atomic_file(out, registry=store.tmp_dir) as fh:  # (found by gc and fsck if killed)
             writer = _HashingWriter(fh)
             body_size = end - start + len(inserted)
             writer.write(header(MANIFEST, body_size))
@@ -169,18 +168,6 @@ def write_archive(store: Store, out: Path, manifest: dict[str, Any],
                                        campaign=fields.get("campaign") or {}, configs=fields.get("configs"),
                                        version=VERSION)
     return ArchiveSummary(out, PREFIX + writer.hexdigest(), writer.size, summary_manifest, count, sum(sizes))
-
-
-@contextlib.contextmanager
-def _naming(path: Path) -> Iterator[None]:
-    """An OSError of a write that names no file (a full disk: `claw: error: No space left on device`, which of the
-    store's disk and the archive's?) names `path`."""
-    try:
-        yield
-    except OSError as exc:
-        if exc.filename is None and exc.errno is not None:
-            raise OSError(exc.errno, exc.strerror, str(path)) from None
-        raise
 
 
 def signature_field() -> str:

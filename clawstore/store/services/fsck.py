@@ -8,7 +8,7 @@ import json
 import os
 import struct
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import chain
@@ -167,9 +167,29 @@ def fsck(store: Store, repair: bool = False, progress: Callable[[int], None] | N
     """`beside`: verify packs on a second core too, by a forked helper (fsck_beside): only in the `claw` program."""
     heap.settle(MAPPED)
     try:
-        return _fsck(store, repair, progress, beside)
+        with _scratch(store, repair):
+            return _fsck(store, repair, progress, beside)
     finally:
         heap.settle()  # (MAPPED is fsck's: what runs next in this process maps from MMAP_THRESHOLD, as build and gc)
+
+
+@contextlib.contextmanager
+def _scratch(store: Store, repair: bool) -> Iterator[None]:
+    """A check of a store it may not write (a shared store mounted read-only) spills into a scratch directory of the
+    system's instead of the store's tmp/ (there, it failed: `tmp/fsck-…: Read-only file system`, before session 73);
+    the edges files it would save are a cache, skipped."""
+    tmp_dir = store.runtime.tmp_dir
+    if repair or os.access(tmp_dir, os.W_OK):
+        yield
+        return
+    from clawstore.host.scratch import scratch_dir
+
+    with scratch_dir("claw-fsck-") as scratch:
+        store.runtime.tmp_dir = Path(scratch)
+        try:
+            yield
+        finally:
+            store.runtime.tmp_dir = tmp_dir
 
 
 def _fsck(store: Store, repair: bool, progress: Callable[[int], None] | None, beside: bool) -> FsckReport:
