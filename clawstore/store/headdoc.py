@@ -9,10 +9,12 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 import blake3
+import msgspec
 
 from clawstore.errors import StoreError
 from clawstore.store import documents
 from clawstore.store.documents import Head
+from clawstore.values import jsontext
 from clawstore.values.canonical import canonical_json
 
 if TYPE_CHECKING:
@@ -207,3 +209,55 @@ def read_head(store: Any, head_id: str) -> Head:
     """The campaign head `head_id` names, typed (read_head_doc, then checked: StoreError naming the field
     a hostile head gets wrong; a missing object raises what `store.get_json` raises)."""
     return documents.read_head(read_head_doc(store, head_id), f"campaign head {head_id}")
+
+
+# ---------------------------------------------------------------------------------- a head read lazily
+
+class _LazyNode(msgspec.Struct):
+    """A head node as builds write it (a field of another type, or a required one missing: the part is read whole, and
+    typed as documents.read_head_node types it). Fields it does not name are not kept (read_head_node keeps them only
+    in `stored`, which nothing that reads a head lazily writes back)."""
+
+    kind: str
+    key: str
+    address: dict[str, Any]
+    record: str | None = None
+    action: str | None = None
+    record_doc: msgspec.Raw = msgspec.Raw(b"null")
+    quarantined: str | None = None
+
+
+class _LazyPart(msgspec.Struct):
+    nodes: list[_LazyNode]
+
+
+_LAZY_PART = msgspec.json.Decoder(_LazyPart)
+_OBJECT, _NULL = b"{n"  # the first byte of a JSON object's text, and of null's
+
+
+def lazy_part(data: bytes) -> Any:
+    """A head part's JSON `data` as {"nodes": [...]}, each node a `_LazyNode` (its record_doc's text not decoded:
+    `lazy_node`), when every node is as builds write it; else the part decoded whole, as `get_json` decodes it (its
+    nodes typed by read_head_node later, a damaged one said as it says it). For the read commands: decoding every
+    node's record_doc was most of reading a head, and they need one only where a node's key is the key they plan."""
+    try:
+        part = _LAZY_PART.decode(data)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return jsontext.loads(data)
+    if not all(memoryview(node.record_doc)[0] in (_OBJECT, _NULL) for node in part.nodes):  # (else: read whole)
+        return jsontext.loads(data)
+    return {"nodes": part.nodes}
+
+
+def lazy_node(node: Any, action: Any) -> Any:
+    """iter_parts' `with_action` for the parts `lazy_part` reads: a `_LazyNode` as the HeadNode read_head_node makes of
+    it, its record_doc left as text (HeadNode.record_view decodes it); anything else as node_with_action gives it."""
+    if type(node) is not _LazyNode:
+        return node_with_action(node, action)
+    if not (action is None or type(action) is str):  # (the head's action is damaged: said as read_head_node says it)
+        whole = {name: getattr(node, name) for name in _LazyNode.__struct_fields__ if name != "record_doc"}
+        return {**whole, "record_doc": jsontext.loads(node.record_doc), "action": action}
+    raw = node.record_doc
+    return documents.HeadNode(node.kind, node.key, node.address, node.record,
+                              node.action if action is None else action, None, node.quarantined, None,
+                              None if memoryview(raw)[0] == _NULL else raw)
