@@ -11,9 +11,10 @@ from clawstore.graph.docdiff import diff_documents
 from clawstore.graph.plan import HeadNodes, Node, address_id
 from clawstore.graph.treediff import tree_changes
 from clawstore.store import documents, headdoc
-from clawstore.store.documents import HeadNode
+from clawstore.store.headdoc import LazyHeadNode
 
 if TYPE_CHECKING:
+    from clawstore.store.documents import HeadNode
     from clawstore.store.face import ObjectReader, StoreReader
 
 
@@ -134,7 +135,7 @@ class HeadByCases:
                     self._part, self._pos = part, 0
                     continue  # (a part of no nodes: the next)
                 node = self._part[self._pos]
-                lazy = type(node) is HeadNode  # (typed as its part was read: store/headdoc.py lazy_node)
+                lazy = type(node) is LazyHeadNode  # (typed as its part was read: store/headdoc.py lazy_part)
                 address = node.address if lazy else node.get("address") if type(node) is dict else None
                 # (its place's case: store/headdoc.py `place`, without the rest of it; a damaged node is said below)
                 case = str(address.get("case_id")) if type(address) is dict else self._case

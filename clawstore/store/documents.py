@@ -385,19 +385,10 @@ class HeadNode:
     record_doc: dict[str, Any] | None = None
     quarantined: str | None = None
     stored: dict[str, Any] | None = field(default=None, compare=False, repr=False)  # as read
-    # `record_doc`'s JSON not decoded yet (msgspec.Raw: an object's text, never null) when the node was read by
-    # store/headdoc.py `lazy_part` (the read commands: they need a node's record_doc only where its key is the key they
-    # plan); `record_view()` decodes it.
-    record_raw: Any = field(default=None, compare=False, repr=False)
 
     def record_view(self) -> dict[str, Any] | None:
-        """`record_doc`, decoded now if it was read lazily (each call decodes it again)."""
-        raw = self.record_raw
-        if raw is None:
-            return self.record_doc
-        from clawstore.values import jsontext
-
-        return jsontext.loads(raw)  # (the values the whole part's decoding gave: the same decoder, the same fallback)
+        """`record_doc` (as store/headdoc.py LazyHeadNode's, which decodes it when asked)."""
+        return self.record_doc
 
     def as_doc(self) -> dict[str, Any]:
         """The node as a head stores it: as read, when it was (a head merging it carries the same bytes)."""
