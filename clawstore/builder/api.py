@@ -535,20 +535,14 @@ def _states(nodes: list[Node], pending: dict[str, str], previous: HeadNodes, sto
             force: bool, reasoned: bool = True) -> list[NodeState]:
     states = []
     for node in nodes:
-        key = node.key
-        if key in pending:  # (a placeholder: its key is "pending:" and its address id, made once)
-            before = previous.get(key[_PENDING:])
-            state = "stale" if before is not None else "never-built"
-            states.append(NodeState(node, state, [pending[key]] if reasoned else []))
-            continue
         before = previous.get(address_id(node.kind, node.address))
+        if node.key in pending:
+            state = "stale" if before is not None else "never-built"
+            states.append(NodeState(node, state, [pending[node.key]] if reasoned else []))
+            continue
         states.append(NodeState(node, classify(node, before),
                                 reasons(node, before, store, force) if reasoned else []))
     return states
-
-
-PENDING = "pending:"  # a placeholder's key: this and its address id (graph/plan.py address_id)
-_PENDING = len(PENDING)
 
 
 def _unbuilt(run: Node, head: HeadNodes) -> str:
@@ -567,7 +561,7 @@ def _eval_nodes(layer: EvalLayer, runs: list[Node], pending: dict[str, str], hea
     found: list[Node] = []
 
     def placeholder(kind: str, address: dict[str, Any], why: str) -> None:
-        node = Node(kind, address, {}, PENDING + address_id(kind, address))  # (_states reads its address id back)
+        node = Node(kind, address, {}, f"pending:{address_id(kind, address)}")
         pending[node.key] = why
         found.append(node)
 
