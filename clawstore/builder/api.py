@@ -445,7 +445,7 @@ def inspect_windows(campaign: Campaign, store: Store, force: bool = False, runs:
     with collector_paused():
         with contextlib.suppress(OSError, StoreError):  # (a store this user cannot write is read as it is)
             store.adopt_orphans()
-        head = HeadByCases(store, head_ref(campaign.campaign_id), whole_head)
+        head = HeadByCases(store, head_ref(campaign.campaign_id), whole_head, lazy=True)  # (a record_doc when asked)
         planner = _RunPlanner(campaign, store)
         layer = None
         if campaign.evaluation_profile is not None:

@@ -11,6 +11,7 @@ from clawstore.graph.docdiff import diff_documents
 from clawstore.graph.plan import HeadNodes, Node, address_id
 from clawstore.graph.treediff import tree_changes
 from clawstore.store import documents, headdoc
+from clawstore.store.headdoc import LazyHeadNode
 
 if TYPE_CHECKING:
     from clawstore.store.documents import HeadNode
@@ -48,9 +49,10 @@ class HeadByCases:
     parts stream and those of other cases are dropped, and a read command holds a window's, not the campaign's.
     A head with its nodes inline (version 1) is read whole. `HeadOutOfOrder` when a node comes after a later case's;
     a damaged or missing part is the same StoreError as `read_head`'s, raised when it is reached (`finish` reads to
-    the end: every node checked, as `read_head` does)."""
+    the end: every node checked, as `read_head` does). `lazy` (the read commands): each node's record_doc decoded only
+    when asked for (HeadNode.record_view; store/headdoc.py `lazy_part`), the head's parts typed as they are decoded."""
 
-    def __init__(self, store: StoreReader, ref: str, whole: bool = False):
+    def __init__(self, store: StoreReader, ref: str, whole: bool = False, lazy: bool = False):
         self.ref = ref
         self.head_id = store.get_ref(ref)
         self._store = store
@@ -74,7 +76,8 @@ class HeadByCases:
             lost = next((part for part in headdoc.part_ids(doc) if not store.has(part)), None)
             if lost is not None:
                 raise MissingObjectError(lost)
-            self._parts = headdoc.iter_parts(doc, store.get_json)
+            self._parts = headdoc.iter_parts(doc, lambda part: headdoc.lazy_part(store.get_bytes(part)),
+                                             headdoc.lazy_node) if lazy else headdoc.iter_parts(doc, store.get_json)
 
     def _read_whole(self) -> None:
         nodes = documents.read_head(headdoc.inline_nodes(self._doc, self._store.get_json), self._where).nodes
@@ -132,7 +135,8 @@ class HeadByCases:
                     self._part, self._pos = part, 0
                     continue  # (a part of no nodes: the next)
                 node = self._part[self._pos]
-                address = node.get("address") if type(node) is dict else None
+                lazy = type(node) is LazyHeadNode  # (typed as its part was read: store/headdoc.py lazy_part)
+                address = node.address if lazy else node.get("address") if type(node) is dict else None
                 # (its place's case: store/headdoc.py `place`, without the rest of it; a damaged node is said below)
                 case = str(address.get("case_id")) if type(address) is dict else self._case
                 if case < self._case:
@@ -140,7 +144,7 @@ class HeadByCases:
                 self._case = case
                 if last is not None and case > last:
                     return
-                typed = typed_node(node, where, self._at)
+                typed = node if lazy else typed_node(node, where, self._at)
                 self._pos += 1
                 self._at += 1
                 if case in wanted:

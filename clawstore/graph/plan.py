@@ -179,10 +179,11 @@ def attach_record(node: Node, store: StoreReader, head: HeadNodes | None = None,
 def _attach_by_key(node: Node, store: StoreReader, head: HeadNodes | None, present: set[str] | None,
                    look_again: bool) -> None:
     entry = head.get(address_id(node.kind, node.address)) if head else None
-    if entry is not None and entry.key == node.key and entry.record is not None and is_fresh(entry.record_doc):
-        missing = unseen_objects(store, entry.record, entry.record_doc, present)
+    if entry is not None and entry.key == node.key and entry.record is not None and is_fresh(
+            record_doc := entry.record_view()):
+        missing = unseen_objects(store, entry.record, record_doc, present)
         if not missing:
-            node.record_id, node.record = entry.record, entry.record_doc
+            node.record_id, node.record = entry.record, record_doc
             return
         node.unseen = missing
     found = store.get_action_record_id(node.key, look_again)

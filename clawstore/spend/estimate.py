@@ -4,7 +4,8 @@ planner and the store's history. docs/plan.md (How it estimates; Details by modu
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import astuple, dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from clawstore.builder.inorder import InOrder
@@ -363,5 +364,10 @@ def _part(work: Work, history: History) -> tuple[Any, ...]:
     model = work.item.resolved_model if run else ""
     if not work.executes:
         return (work.kind, name, model, None, 0, 0)
-    estimate = estimate_run(work, history) if run else estimate_judge(work, history)
-    return (work.kind, name, model, astuple(estimate), 0 if work.exact else 1, 1 if run and may_loop(work.item) else 0)
+    estimate = _fields_of(estimate_run(work, history) if run else estimate_judge(work, history))
+    return (work.kind, name, model, estimate, 0 if work.exact else 1, 1 if run and may_loop(work.item) else 0)
+
+
+# An estimate's fields as a tuple, in their order (as dataclasses.astuple, which copies each value deeply: 12.5 µs an
+# estimate, 1.25 s of a stale campaign's `claw plan` at 10,000 x 5; the fields are floats, strings and None).
+_fields_of = attrgetter(*(f.name for f in fields(Estimate)))

@@ -386,6 +386,10 @@ class HeadNode:
     quarantined: str | None = None
     stored: dict[str, Any] | None = field(default=None, compare=False, repr=False)  # as read
 
+    def record_view(self) -> dict[str, Any] | None:
+        """`record_doc` (as store/headdoc.py LazyHeadNode's, which decodes it when asked)."""
+        return self.record_doc
+
     def as_doc(self) -> dict[str, Any]:
         """The node as a head stores it: as read, when it was (a head merging it carries the same bytes)."""
         if self.stored is not None:
