@@ -28,12 +28,10 @@ def _sent(standin: StandIn, count: int) -> None:
     assert len(standin.requests) >= count, standin.requests
 
 
-def test_a_build_killed_beside_another_leaves_nothing_once_the_other_ends(tmp_path: Path, standin: StandIn,
-                                                                         env: dict[str, str]) -> None:  # noqa: F811
-    """Session 72's kill fuzzer: two builds at once, one killed. The survivor ran to the end (and the next build, a
-    no-op its stamp answers, removes nothing); `claw fsck` counted the killed one's claim files and leases, stale:
-    a build removed a dead writer's leftovers at its start only, when the killed one was still alive."""
-    ws = standard(tmp_path / "ws")  # 2 cases x 2 models, 2 at once
+def _one_killed_beside_one_that_ends(ws: Workspace, standin: StandIn) -> tuple[str, str]:
+    """Two builds of `ws`'s campaign, answers held: the first holds two nodes' claims, the second takes the two
+    others; the first is SIGKILLed with its two requests in flight, then the answers go. The second's stdout and
+    stderr, once it has ended well."""
     ws.run_profile(concurrency=2, defaults={"timeout_seconds": 60})  # (held answers: never a timeout's retry)
     standin.set_default(held("answers"))
     first = subprocess.Popen([CLAW, "build", *CAMPAIGN], cwd=ws.root, env=dict(os.environ),
@@ -49,6 +47,16 @@ def test_a_build_killed_beside_another_leaves_nothing_once_the_other_ends(tmp_pa
     standin.release("answers")
     out, err = second.communicate(timeout=60)
     assert second.returncode == 0, out + err
+    return out, err
+
+
+def test_a_build_killed_beside_another_leaves_nothing_once_the_other_ends(tmp_path: Path, standin: StandIn,
+                                                                         env: dict[str, str]) -> None:  # noqa: F811
+    """Session 72's kill fuzzer: two builds at once, one killed. The survivor ran to the end (and the next build, a
+    no-op its stamp answers, removes nothing); `claw fsck` counted the killed one's claim files and leases, stale:
+    a build removed a dead writer's leftovers at its start only, when the killed one was still alive."""
+    ws = standard(tmp_path / "ws")  # 2 cases x 2 models, 2 at once
+    _one_killed_beside_one_that_ends(ws, standin)
     asked = Counter((r["model"], r["messages"][-1]["content"]) for r in standin.requests)
     assert len(asked) == 4 and sum(asked.values()) == 6, asked  # the killed one's two in flight, asked again
 
@@ -111,21 +119,7 @@ def test_a_build_killed_beside_a_build_that_finishes_is_still_named(tmp_path: Pa
     but in `claw query`'s builds (running, cost NULL). Now the survivor names it at its end, status and report go on
     naming it, and the next build, which found it killed at its start, names it once more and settles it."""
     ws = standard(tmp_path / "ws")  # 2 cases x 2 models, 2 at once
-    ws.run_profile(concurrency=2, defaults={"timeout_seconds": 60})  # (held answers: never a timeout's retry)
-    standin.set_default(held("answers"))
-    first = subprocess.Popen([CLAW, "build", *CAMPAIGN], cwd=ws.root, env=dict(os.environ),
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        _sent(standin, 2)
-        second = subprocess.Popen([CLAW, "build", *CAMPAIGN], cwd=ws.root, env=dict(os.environ),
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        _sent(standin, 4)
-    finally:
-        first.send_signal(signal.SIGKILL)
-        first.wait()
-    standin.release("answers")
-    out, err = second.communicate(timeout=60)
-    assert second.returncode == 0, out + err
+    out, err = _one_killed_beside_one_that_ends(ws, standin)
     [journal] = [p for p in Path(env["CLAW_STORE"]).rglob("*.jsonl") if p.parent.name == "builds"]  # (the killed's)
     killed = journal.stem
     assert KILLED in err and killed in err, err  # the survivor's summary names it
