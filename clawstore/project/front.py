@@ -434,7 +434,7 @@ class Project:
             if seen is not None and not seen.planned:  # (no plan made above: one for the note alone)
                 seen.count(unbuilt_keys(self.campaign, self.store, failed=True))
             self._say_untrusted(seen)  # (before anything is paid)
-            killed = _killed(self.store, self.campaign.campaign_id)
+            killed = self._killed_at_start()
             report = build(self.request, self, options)
             notes = _name_killed(self.store, self.campaign.campaign_id, killed, report.build_id)
         self._keep_parsed(self.store)
@@ -442,6 +442,15 @@ class Project:
             after = self._stamping(s.remote) if found.remote is not None else None
             stamping.leave_stamp(found, after, reads, report, self.campaign.items.cases)
         return dataclasses.replace(Built.of(report), notes=notes)
+
+    def _killed_at_start(self) -> list[KilledBuild]:
+        """The campaign's builds found killed as a build starts. A store not there yet is not made for it (none was
+        killed in it): a build refused by its own checks (no key, a key it cannot send) leaves no store."""
+        from clawstore.spend.killed import journals
+
+        if self._store is None and not journals(resolve_store_dir(self.store_dir, self.campaign.root)):
+            return []
+        return _killed(self.store, self.campaign.campaign_id)
 
     def _from_stamp(self, found: stamping.Stamping) -> Built | None:
         from clawstore.builder import stamp
