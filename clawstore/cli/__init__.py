@@ -225,9 +225,9 @@ def entry() -> None:
     try:
         main()
     except SystemExit as exc:
+        process_end.finish(exc.code)  # (teardown left to the end: claw's exit work, then os._exit, this code)
         if exc.code == INTERRUPTED_EXIT:  # (`claw: interrupted` said: 130, never the interpreter's end by SIGINT)
             process_end.end_interrupted()
-        process_end.finish(exc.code)
         raise
 
 
