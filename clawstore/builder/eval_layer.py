@@ -570,7 +570,8 @@ class EvalLayer:
             "tokens_unknown")))  # (what it spent at least, when unknown)
         summary = {"judge_id": judge.judge_id, "judge_model": body["model"],
                    "overall_score": scores.overall_score if scores else None,
-                   "dimensions": dict(scores.dimensions) if scores else None, **(extra_summary or {})}
+                   "dimensions": dict(scores.dimensions) if scores else None,
+                   **({} if iteration.requests is None else {"attempts": iteration.requests}), **(extra_summary or {})}
         error = None if iteration.status == "success" else {
             "code": f"judge_{iteration.status}", "message": str(last_error or "; ".join(iteration.warnings))[:500]}
         case = self._case(run.item)

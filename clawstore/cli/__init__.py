@@ -24,11 +24,12 @@ try:  # (first of all: the file lookups of the next import took milliseconds on 
 except ValueError:
     pass  # (not the main thread: claw does not own SIGINT there)
 
-from clawstore.cli.loading import end_quiet_interrupts, quiet_interrupts
+from clawstore.cli.loading import INTERRUPTED_EXIT, end_quiet_interrupts, quiet_interrupts
 
 _loaded = quiet_interrupts(_interrupted_while_loading)  # (a Ctrl-C while the modules below load: one line, exit 130)
 
 # ruff: noqa: E402 - the imports below come after the interrupt guard on purpose (cli/loading.py)
+import atexit
 import errno
 import importlib
 import select
@@ -218,12 +219,15 @@ def entry() -> None:
     imports it never needs (cli/unused_imports.py), ending the process quickly when a command left
     teardown to its end (clawstore/host/process_end.py)."""
     quiet_interrupts()  # (again, until the command starts: a Ctrl-C while click reads the arguments said "Aborted!")
+    atexit.register(process_end.ignore_late_interrupts)  # (first: the last to run, as the teardown starts)
     process_end.claim_program()
     skip_unused_imports()
     try:
         main()
     except SystemExit as exc:
-        process_end.finish(exc.code)
+        process_end.finish(exc.code)  # (teardown left to the end: claw's exit work, then os._exit, this code)
+        if exc.code == INTERRUPTED_EXIT:  # (`claw: interrupted` said: 130, never the interpreter's end by SIGINT)
+            process_end.end_interrupted()
         raise
 
 

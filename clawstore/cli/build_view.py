@@ -202,7 +202,8 @@ def print_built(built: Built, output: str) -> None:
         failures = [{"node": node, "reason": reason} for node, reason in built.failures]
         write_json({"campaign": built.campaign_id, "build_id": built.build_id, "counts": built.counts,
                     "metrics": metrics, "failures": failures, "stopped": built.stopped,
-                    "exit_code": built.exit_code, "pending_in_batches": built.pending},
+                    "exit_code": built.exit_code, "pending_in_batches": built.pending,
+                    "killed_builds": [k.to_json() for k in built.killed]},
                    {"rows": (json.dumps(row, sort_keys=True) for row in built.rows)})
         return
     _print_table(built.rows)

@@ -58,12 +58,13 @@ def _report(drawer: ChartBeside | None, suite: str, run_profile: str, evaluation
     from clawstore.report.data import build_report
     from clawstore.report.terminal import stdout_is_terminal
     from clawstore.report.text import JsonRows, json_chunks, print_terminal, render_text
-    from clawstore.spend.killed import killed_note
+    from clawstore.spend.killed import killed_builds, killed_notes
 
     ids = campaign_ids(Path.cwd(), suite, run_profile, evaluation_profile)
     root = existing_store_root(store_dir)
     store = open_existing(root)
-    note(killed_note(store, ids.campaign_id))  # (before the head it shows, or its absence: it spent money too)
+    killed = killed_builds(store, ids.campaign_id)
+    note("; ".join(killed_notes(store, killed)) or None)  # (before the head it shows, or its absence: it spent too)
     require_built(store, ids.campaign_id, kept_apart_ok=True)  # shown, marked UNTRUSTED
     note(pending_note(store, ids.campaign_id))  # (what its figures leave out: never read as 0 spent on them)
     # The report's rows and their parts are acyclic: the collector's passes over them (50,000 rows at 10,000 x 5)
@@ -71,6 +72,7 @@ def _report(drawer: ChartBeside | None, suite: str, run_profile: str, evaluation
     with collector_paused():
         report = build_report(store, ids.campaign_id, cases, models, manifest=_indexed(store, root, ids.campaign_id),
                               sink=JsonRows if output == "json" else None)  # (the JSON's rows spilled, not held)
+        report.killed_builds = [k.to_json() for k in killed]
         _check_filters(ids.campaign_id, report, cases, models)
         if output == "json":
             for chunk in json_chunks(report):

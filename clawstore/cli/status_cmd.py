@@ -19,7 +19,7 @@ from clawstore.cli.common import (
 from clawstore.errors import StoreError
 from clawstore.report.terminal import print_tables, stdout_is_terminal
 from clawstore.report.terminal import table as rich_table
-from clawstore.spend.killed import journals, killed_note
+from clawstore.spend.killed import journals, killed_builds, killed_notes
 
 COLUMNS = ["fresh", "stale", "failed", "never-built"]
 
@@ -40,15 +40,17 @@ def status(suite: str, run_profile: str, evaluation_profile: str | None, cases: 
         store = open_existing(root) if journals(root) else None
     except StoreError:  # (no store: nothing was built, nor killed)
         store = None
+    killed = killed_builds(store, cid) if store is not None else []
     if store is not None:
-        note(killed_note(store, cid))
+        note("; ".join(killed_notes(store, killed)) or None)
     if found.pending:
         click.echo(f"claw: note: {found.pending} request(s) pending in provider batches "
                    f"({found.recorded} recorded now); see `claw batch status`", err=True)
     if output == "json":
         models_json = {m: {c: kinds["run"][c] for c in COLUMNS} | {
             "layers": {k: {c: n[c] for c in COLUMNS} for k, n in kinds.items()}} for m, kinds in per_model.items()}
-        click.echo(json.dumps({"campaign": cid, "models": models_json}, sort_keys=True))
+        click.echo(json.dumps({"campaign": cid, "models": models_json,
+                               "killed_builds": [k.to_json() for k in killed]}, sort_keys=True))
         return
     rows = [[m, k, *(str(n[c]) for c in COLUMNS)] for m, kinds in per_model.items() for k, n in kinds.items()]
     headers = ["MODEL", "NODE", "FRESH", "STALE", "FAILED", "NEVER_BUILT"]

@@ -84,6 +84,15 @@ class JudgeIteration:
     judge_model: str | None = None
 
     @property
+    def requests(self) -> int | None:
+        """The requests its attempts sent, the client's retries included (`claw query`'s judgements.attempts); None
+        when an attempt does not say (a judgement made before session 73)."""
+        counts = [entry.get("requests") for entry in self.attempts]
+        if not counts or not all(isinstance(n, int) and not isinstance(n, bool) for n in counts):
+            return None
+        return sum(counts)
+
+    @property
     def infrastructure_failure(self) -> bool:
         """True when the failure is not the judge's answer (do not cache; retry next build)."""
         return self.status in INFRASTRUCTURE_STATUSES
@@ -232,7 +241,8 @@ def run_judge_iteration(
             entry_usage = _usage_dict(getattr(exc, "usage", None))
             _add_usage(usage, entry_usage)
             status = failure or "failed"
-            entry.update(status=status, error=f"{type(exc).__name__}: {exc}", usage=entry_usage)
+            entry.update(status=status, error=f"{type(exc).__name__}: {exc}", usage=entry_usage,
+                         **_requests(getattr(exc, "attempts", None)))
             warnings.append(f"attempt {index + 1} ended with status '{status}'")
             break
         reply_usage = getattr(result, "usage", None)
@@ -247,7 +257,7 @@ def run_judge_iteration(
         if entry_usage.get("usage_rejected"):
             warnings.append(f"attempt {index + 1}: usage not believed, cost unknown: {entry_usage['usage_rejected']}")
         text = _message_text(result)
-        entry.update(response=text, usage=entry_usage)
+        entry.update(response=text, usage=entry_usage, **_requests(getattr(result, "attempts", None)))
         try:
             scores = parse_judge_response(text)
         except JudgeContractError as exc:
@@ -292,3 +302,9 @@ def _redact_iteration(iteration: JudgeIteration) -> None:
     iteration.warnings = [redact_text(w) for w in iteration.warnings]
     if scores is not None:
         iteration.scores = JudgeScores.from_dict(redact_value(scores.to_dict()))
+
+
+def _requests(count: Any) -> dict[str, Any]:
+    """An attempt's requests, its client's retries included (a ChatResult's or ProviderError's `attempts`), when
+    known."""
+    return {"requests": count} if isinstance(count, int) and not isinstance(count, bool) else {}

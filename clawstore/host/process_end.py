@@ -63,6 +63,36 @@ def finish(code: object) -> None:
         _end_now(code)
 
 
+def ignore_late_interrupts() -> None:
+    """The `claw` program's last atexit callback (registered first): from here a Ctrl-C is ignored. After its
+    callbacks the interpreter puts SIGINT's default action back as it tears itself down (a handler that ignores it
+    it leaves), and a Ctrl-C then ended the process by the signal (status -2) after its output was written: 15 of 16
+    sent as `claw --version`'s line arrived (tests/test_cli_interrupt_end.py). Nothing of the command is left to
+    stop."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def end_interrupted() -> NoReturn:
+    """The program's end once it said `claw: interrupted`: exit 130, always. Left to the interpreter it could end by
+    SIGINT instead (status -2): CPython kills itself with SIGINT at its end when a KeyboardInterrupt escaped code a
+    C extension ran through `PyRun_*` earlier in the process (a flag that stays set; the program run as `python -m
+    clawstore.cli`), though claw caught the interrupt. What the interpreter's end does that matters is done first
+    (its threads joined, every atexit callback run, claw's exit work among them, output flushed); its teardown is
+    skipped."""
+    import threading
+
+    threading._shutdown()  # type: ignore[attr-defined]  # (what the interpreter's end does first)
+    atexit._run_exitfuncs()
+    for work in _exit_work:
+        atexit.unregister(work)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: nothing more can be said
+            pass
+    os._exit(130)
+
+
 def _end_now(code: object) -> NoReturn:
     for work in _exit_work:
         work()

@@ -82,6 +82,7 @@ class Built:
     orphans: list[str] = field(default_factory=list)  # containers of killed builds it stopped
     from_stamp: bool = False
     notes: list[str] = field(default_factory=list)  # said before the rows
+    killed: list[KilledBuild] = field(default_factory=list)  # named in `notes`; `--output json`'s `killed_builds`
 
     @classmethod
     def of(cls, report: BuildReport) -> Built:
@@ -101,17 +102,18 @@ def _killed(store: Store, campaign_id: str) -> list[KilledBuild]:
         return []
 
 
-def _name_killed(store: Store, campaign_id: str, at_start: list[KilledBuild], build_id: str | None) -> list[str]:
+def _name_killed(store: Store, campaign_id: str, at_start: list[KilledBuild],
+                 build_id: str | None) -> tuple[list[KilledBuild], list[str]]:
     """A build's notes at its end: the builds of its campaign killed and not told of yet, those it found killed at its
     start and those killed beside it (a user who ran both learns it here). The first are told of now (their logs say
     so: named no more); the others were alive when it started, and `claw status` goes on naming them until a build
-    that found them killed ends (spend/killed.py)."""
+    that found them killed ends (spend/killed.py). Returned with the builds they name."""
     from clawstore.spend.killed import killed_notes, tell
 
     killed = _killed(store, campaign_id)
     started = {k.build_id for k in at_start}
     tell(store, [k for k in killed if k.build_id in started], build_id or "")
-    return [f"claw: note: {line}" for line in killed_notes(store, killed)]
+    return killed, [f"claw: note: {line}" for line in killed_notes(store, killed)]
 
 
 @dataclass
@@ -436,12 +438,12 @@ class Project:
             self._say_untrusted(seen)  # (before anything is paid)
             killed = self._killed_at_start()
             report = build(self.request, self, options)
-            notes = _name_killed(self.store, self.campaign.campaign_id, killed, report.build_id)
+            killed, notes = _name_killed(self.store, self.campaign.campaign_id, killed, report.build_id)
         self._keep_parsed(self.store)
         if found is not None and reads is not None:
             after = self._stamping(s.remote) if found.remote is not None else None
             stamping.leave_stamp(found, after, reads, report, self.campaign.items.cases)
-        return dataclasses.replace(Built.of(report), notes=notes)
+        return dataclasses.replace(Built.of(report), notes=notes, killed=killed)
 
     def _killed_at_start(self) -> list[KilledBuild]:
         """The campaign's builds found killed as a build starts. A store not there yet is not made for it (none was
@@ -464,14 +466,16 @@ class Project:
         notes = [] if found.remote is None else [
             f"remote {found.remote.name}: unchanged since the last build with it: nothing to pull or push"]
         build_id = stamp.log_noop(found.store_root, doc)
+        killed: list[KilledBuild] = []
         if journals(found.store_root):  # (else none was killed: the store is not opened)
             from clawstore.store.store import Store
 
             with contextlib.closing(Store(found.store_root, create=False)) as store:
-                notes += _name_killed(store, doc.campaign_id, _killed(store, doc.campaign_id), build_id)
+                killed, named = _name_killed(store, doc.campaign_id, _killed(store, doc.campaign_id), build_id)
+                notes += named
         return Built(doc.campaign_id, build_id, rows, doc.counts,
                      {**{name: 0 for name in TOKEN_METRICS}, "cost_usd": 0.0},
-                     from_stamp=True, notes=notes)
+                     from_stamp=True, notes=notes, killed=killed)
 
     def _estimate(self, s: BuildSettings, seen: UntrustedSeen | None) -> float | None:
         """The plan's cost estimate for the live display; none is fine (the display then shows spend only)."""

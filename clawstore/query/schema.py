@@ -86,6 +86,8 @@ RUN_SUMMARY = [
     Column("requested_model", "VARCHAR", "model name sent to the provider"),
     Column("runner_type", "VARCHAR", "llm_probe | openclaw"),
     Column("endpoint", "VARCHAR", "provider endpoint (base URL) used"),
+    Column("attempts", "INTEGER", "requests sent to the provider, retries after 429/5xx/timeouts included (NULL: "
+           "unknown, a record made before session 73 or an OpenClaw run)"),
 ]
 CHECK_FIELDS = [  # from each check of a checks record's summary
     Column("check_id", "VARCHAR", "id of the deterministic check"),
@@ -96,6 +98,8 @@ CHECK_FIELDS = [  # from each check of a checks record's summary
 JUDGE_SUMMARY = [
     Column("judge_id", "VARCHAR", "judge definition id"),
     Column("judge_model", "VARCHAR", "model that judged"),
+    Column("attempts", "INTEGER", "requests sent to the judge, retries after 429/5xx/timeouts and invalid answers "
+           "asked again included (NULL: unknown, a record made before session 73)"),
 ]
 RESULT_SUMMARY = [
     Column("passed", "BOOLEAN", "pass verdict against pass_threshold (null if no threshold)"),

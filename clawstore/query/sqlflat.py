@@ -71,12 +71,12 @@ MACROS = [
 ]
 
 _ADDRESS = ("model_id", "case_id", "repetition", "judge_run_id", "judge_repetition")
-_SUMMARY = [
+_SUMMARY = list({c.name: c for c in [  # (a name once: `attempts` is a run's and a judgement's)
     *(Column(name, "INTEGER" if name.endswith("repetition") else "VARCHAR", "") for name in _ADDRESS),
     *(Column(name, "VARCHAR", "") for name in ("error_code", "error_message", "run_key")),
     *RUN_SUMMARY, *JUDGE_SUMMARY, *RESULT_SUMMARY,
     Column("overall_score", "DOUBLE", ""), Column("final_score", "DOUBLE", ""),
-]
+]}.values())
 _INT = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
 _PY = {"VARCHAR": str, "DOUBLE": float, "INTEGER": _INT, "BIGINT": _INT, "BOOLEAN": bool}
 _SQL = {"VARCHAR": "VARCHAR", "DOUBLE": "DOUBLE", "INTEGER": "BIGINT", "BIGINT": "BIGINT", "BOOLEAN": "BOOLEAN"}

@@ -126,6 +126,9 @@ class CampaignReport:
     # Every model and case of the head, filters or not: `claw report` names each filter value matching none of them.
     head_models: frozenset[str] = frozenset()
     head_cases: frozenset[str] = frozenset()
+    # The campaign's builds killed before they finished and not yet told of (spend/killed.py: KilledBuild.to_json):
+    # money spent that the head's totals do not hold; `claw report` names the same on stderr.
+    killed_builds: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def untrusted_line(self) -> str | None:
@@ -156,6 +159,7 @@ class CampaignReport:
             "models": [{**m.to_json(), **stats_json(self.stats, m.model_id)} for m in self.models],
             "judge_reliability": [j.to_json() for j in self.judge_reliability],
             "totals": cost_json({}, self.run_cost, self.eval_cost),
+            "killed_builds": self.killed_builds,
         }
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from clawstore.errors import StoreError
 from clawstore.store.buildlogs import builds_dir, live_builds, set_build_log_field
@@ -26,11 +26,22 @@ class KilledBuild:
     executed: int  # nodes its log counts executed or failed by its last write
     cost: CostSum  # what its log counts spent by then
 
-    def note(self) -> str:
-        # (`?` as any cost cell when nothing is known: '≥0.000000 USD' read as nothing spent; an older log's cost
-        # without its counts is known)
+    @property
+    def known_usd(self) -> float | None:
+        """What its log says it spent at least; None when nothing of it is known (`?` as any cost cell: '≥0.000000
+        USD' read as nothing spent; an older log's cost without its counts is known)."""
         known = self.cost.known_usd > 0 or (self.cost.count and not self.cost.all_unknown)
-        spent = f"≥{self.cost.known_usd:.6f} USD" if known else "an unknown amount"
+        return self.cost.known_usd if known else None
+
+    def to_json(self) -> dict[str, Any]:
+        """As `--output json` carries it (`claw report`, `claw status`, `claw build`): its total never known (what it
+        paid after its log's last write is not counted), so `cost_usd` is null and `known_cost_usd` a lower bound,
+        null when nothing of it is known (never 0)."""
+        return {"build_id": self.build_id, "nodes": self.executed, "cost_usd": None,
+                "known_cost_usd": self.known_usd, "cost_sources": self.cost.sources()}
+
+    def note(self) -> str:
+        spent = "an unknown amount" if self.known_usd is None else f"≥{self.cost.known_usd:.6f} USD"
         return (f"build {self.build_id} of this campaign was killed before it finished: by its log's last write it "
                 f"had executed {self.executed} node(s) and spent {spent}{self.cost.notes()}; what it paid for after "
                 "that write and for its requests in flight is not counted (what it finished is reused by the next "
