@@ -168,40 +168,45 @@ def run_build(campaign: Campaign, store: Store, options: BuildOptions, *, window
     planned = Planned(campaign, [(jr.judge_run_id, rep) for jr, rep in eval_layer.judge_plan] if eval_layer else [])
     windowed = _Windowed(session, report, planned, stop, lambda n: run_work(n, log.build_id), eval_layer, run_batches)
     restore = sigterm_interrupts()  # (the claw program does so for every command; this is for a library caller)
-    try:
-        # Group commit: one durability barrier per window (store/core/batch.py) instead of one per node.
-        with store.lease(f"build {log.build_id}"), session.claims, store.group_commit():
-            remove_leftovers(store)  # temp files and leases of killed writers
-            report.orphans = _stop_orphans(store)  # containers killed builds left running
-            store.keep_reserve()  # room for what is paid when the disk fills up (store/core/reserve.py)
-            if eval_layer is not None:
-                log.write()  # a killed build still leaves its log (a no-op one writes once, at the end)
-            # A first Ctrl-C anywhere in the windows is noted and taken up at the next safe point (a node's end, a
-            # window's start), not raised in the middle of the bookkeeping it lands in.
-            with deferred_interrupts() as noted:
-                windowed.build(windows, noted)
-                _stop_if(noted)
-            settle_pending(store, log, session.trouble)
-            if session.trouble is not None and session.trouble.failed:
-                _end_on_store_failure(session, report, planned)
-            remove_leftovers(store)  # and those of a writer killed meanwhile: a build beside this one
-            log.end("complete")
-    except KeyboardInterrupt:
-        report.interrupted = True
-        log.end("interrupted")
-        _advance(session, planned)
+    # Its lease is held until its log is sealed: a log `running` with its journal and no live lease is a killed
+    # build's (spend/killed.py), and moving the head takes seconds on a large campaign (session 73's fuzzer).
+    with contextlib.ExitStack() as leased:
+        leased.enter_context(store.lease(f"build {log.build_id}"))
+        try:
+            # Group commit: one durability barrier per window (store/core/batch.py) instead of one per node.
+            with session.claims, store.group_commit():
+                remove_leftovers(store)  # temp files and leases of killed writers
+                report.orphans = _stop_orphans(store)  # containers killed builds left running
+                store.keep_reserve()  # room for what is paid when the disk fills up (store/core/reserve.py)
+                if eval_layer is not None:
+                    log.write()  # a killed build still leaves its log (a no-op one writes once, at the end)
+                # A first Ctrl-C anywhere in the windows is noted and taken up at the next safe point (a node's end,
+                # a window's start), not raised in the middle of the bookkeeping it lands in.
+                with deferred_interrupts() as noted:
+                    windowed.build(windows, noted)
+                    _stop_if(noted)
+                settle_pending(store, log, session.trouble)
+                if session.trouble is not None and session.trouble.failed:
+                    _end_on_store_failure(session, report, planned)
+                remove_leftovers(store)  # and those of a writer killed meanwhile: a build beside this one
+                log.end("complete")
+        except KeyboardInterrupt:
+            report.interrupted = True
+            log.end("interrupted")
+            _advance(session, planned)
+            report.failures = progress.failures
+            leased.close()
+            # A second Ctrl-C leaves agents running in containers of their own sessions: its lease let go, the build
+            # stops them now, as the next build would (an agent looping on tools pays for every request till then).
+            stopped = _stop_orphans(store, log.build_id)
+            raise BuildInterrupted(_left_message(log, progress, windowed.unplanned(campaign)) + (
+                f"; stopped {len(stopped)} OpenClaw container(s) of this build: {', '.join(stopped)}" if stopped
+                else "")) from None
+        finally:
+            progress.close()
+            restore()
         report.failures = progress.failures
-        # A second Ctrl-C leaves agents running in containers of their own sessions: its lease let go, the build
-        # stops them now, as the next build would (an agent looping on tools pays for every request till then).
-        stopped = _stop_orphans(store, log.build_id)
-        raise BuildInterrupted(_left_message(log, progress, windowed.unplanned(campaign)) + (
-            f"; stopped {len(stopped)} OpenClaw container(s) of this build: {', '.join(stopped)}" if stopped else "")
-        ) from None
-    finally:
-        progress.close()
-        restore()
-    report.failures = progress.failures
-    _advance(session, planned)
+        _advance(session, planned)
     report.stopped = session.budget.reason if session.budget is not None else None
     report.counts = dict(log.counts)
     report.metrics = dict(log.metrics)
