@@ -17,6 +17,7 @@ from clawstore.runners.pricing import record_cost, with_known_part
 from clawstore.store.documents import TOKEN_METRICS
 from clawstore.values.canonical import canonical_json
 from clawstore.values.clock import utc_now
+from clawstore.values.counts import counted
 
 if TYPE_CHECKING:
     from clawstore.builder.clients import ChatClient, OpenClawCluster
@@ -68,7 +69,8 @@ def record_run(store: Store, node: Node, artifact: dict[str, Any], outputs: dict
             "endpoint": (node.document["model"].get("endpoint") or {}).get("base_url"),
             "error_code": (error or {}).get("code"),
             "error_message": (error or {}).get("message"),
-            **_attempts(artifact),
+            # the requests it sent, retries included (`claw query`'s runs.attempts), when its runner counts them
+            **counted("attempts", (artifact.get("runner_metadata") or {}).get("attempt_count")),
             **({"batch": node.batch_summary} if node.batch_summary is not None else {}),
         },
         error={"code": error.get("code"), "message": error.get("message")} if error else None,
@@ -79,12 +81,6 @@ def record_run(store: Store, node: Node, artifact: dict[str, Any], outputs: dict
     if keep and len(artifact_bytes) <= KEEP_ARTIFACT_MAX:
         node.made = {outputs["artifact"]: artifact_bytes}
     return record_id, record
-
-
-def _attempts(artifact: dict[str, Any]) -> dict[str, Any]:
-    """The requests the run sent, retries included (`claw query`'s runs.attempts), when its runner counts them."""
-    count = (artifact.get("runner_metadata") or {}).get("attempt_count")
-    return {"attempts": count} if isinstance(count, int) and not isinstance(count, bool) else {}
 
 
 def _cost(artifact: dict[str, Any]) -> float | None:

@@ -16,6 +16,7 @@ from clawstore.evaluate.redact import holds_no_secret, redact_text, redact_value
 from clawstore.evaluate.specs import plain
 from clawstore.values.canonical import field_values
 from clawstore.values.costs import UNKNOWN
+from clawstore.values.counts import counted
 from clawstore.values.judge_options import RESERVED_REQUEST_KEYS, judge_request_options
 
 DEFAULT_JUDGE_ATTEMPTS = 3
@@ -242,7 +243,7 @@ def run_judge_iteration(
             _add_usage(usage, entry_usage)
             status = failure or "failed"
             entry.update(status=status, error=f"{type(exc).__name__}: {exc}", usage=entry_usage,
-                         **_requests(getattr(exc, "attempts", None)))
+                         **counted("requests", getattr(exc, "attempts", None)))
             warnings.append(f"attempt {index + 1} ended with status '{status}'")
             break
         reply_usage = getattr(result, "usage", None)
@@ -257,7 +258,7 @@ def run_judge_iteration(
         if entry_usage.get("usage_rejected"):
             warnings.append(f"attempt {index + 1}: usage not believed, cost unknown: {entry_usage['usage_rejected']}")
         text = _message_text(result)
-        entry.update(response=text, usage=entry_usage, **_requests(getattr(result, "attempts", None)))
+        entry.update(response=text, usage=entry_usage, **counted("requests", getattr(result, "attempts", None)))
         try:
             scores = parse_judge_response(text)
         except JudgeContractError as exc:
@@ -302,9 +303,3 @@ def _redact_iteration(iteration: JudgeIteration) -> None:
     iteration.warnings = [redact_text(w) for w in iteration.warnings]
     if scores is not None:
         iteration.scores = JudgeScores.from_dict(redact_value(scores.to_dict()))
-
-
-def _requests(count: Any) -> dict[str, Any]:
-    """An attempt's requests, its client's retries included (a ChatResult's or ProviderError's `attempts`), when
-    known."""
-    return {"requests": count} if isinstance(count, int) and not isinstance(count, bool) else {}
