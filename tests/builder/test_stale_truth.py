@@ -35,11 +35,11 @@ def _campaign(ws: Workspace) -> None:
     (alpha / "hooks").mkdir()
     (alpha / "hooks" / "check.py").write_text(HOOK)
     (alpha / "expected.txt").write_text("4\n")
-    (alpha / "data.txt").write_text("some data\n")
-    ws.edit("cases/alpha/test.yaml", lambda d: (d.update(deterministic_checks=[
+    ws.edit("cases/alpha/test.yaml", lambda d: d.update(deterministic_checks=[
         {"check_id": "present", "declarative": {"kind": "final_response_present"}},
-        {"check_id": "hook", "python_hook": {"path": "hooks/check.py", "callable_name": "check"}}]),
-        d["input"].update(attachments=["data.txt"])))
+        {"check_id": "hook", "python_hook": {"path": "hooks/check.py", "callable_name": "check"}}]))
+    (ws.configs / "cases" / "beta" / "data.txt").write_text("some data\n")
+    ws.edit("cases/beta/test.yaml", lambda d: d["input"].update(attachments=["data.txt"]))
     eval_profile(ws, repetitions=1, security_policy={"allow_local_python_hooks": True})
 
 
@@ -115,10 +115,10 @@ def _moved(ws: Workspace) -> None:
 
 
 def _attachment_moved(ws: Workspace) -> None:
-    alpha = ws.configs / "cases" / "alpha"
-    (alpha / "files").mkdir()
-    shutil.move(alpha / "data.txt", alpha / "files" / "data.txt")
-    ws.edit("cases/alpha/test.yaml", lambda d: d["input"].update(attachments=["files/data.txt"]))
+    beta = ws.configs / "cases" / "beta"
+    (beta / "files").mkdir()
+    shutil.move(beta / "data.txt", beta / "files" / "data.txt")
+    ws.edit("cases/beta/test.yaml", lambda d: d["input"].update(attachments=["files/data.txt"]))
 
 
 def _localhost() -> str:
@@ -126,8 +126,8 @@ def _localhost() -> str:
     return os.environ["OPENROUTER_BASE_URL"].replace("127.0.0.1", "localhost")
 
 
-def _case(change: Callable[[dict[str, Any]], Any]) -> Callable[[Workspace], None]:
-    return lambda ws: ws.edit("cases/alpha/test.yaml", change)
+def _case(change: Callable[[dict[str, Any]], Any], case: str = "beta") -> Callable[[Workspace], None]:
+    return lambda ws: ws.edit(f"cases/{case}/test.yaml", change)
 
 
 def _evaluation(change: Callable[[dict[str, Any]], Any]) -> Callable[[Workspace], None]:
@@ -140,7 +140,10 @@ NOTHING: Layers = {}
 
 # (what changes, the edit, the layers that execute, subject requests, judge requests, a line explain prints)
 ROWS: list[tuple[str, Callable[[Workspace], None], Layers, int, int, str | None]] = [
-    ("case as JSON", _as_json("cases/alpha/test.yaml"), NOTHING, 0, 0, None),
+    ("case as JSON", _as_json("cases/beta/test.yaml"), NOTHING, 0, 0, None),
+    # (a python hook may read every file of its case's directory, its test.yaml too: its checks run again, free)
+    ("case with a hook as JSON", _as_json("cases/alpha/test.yaml"), {"checks": ALPHA, "judge": ALPHA, "result": ALPHA},
+     0, 0, "host_inputs.test.yaml changed"),
     ("profiles as JSON", lambda ws: (_as_json("run_profiles/rp.yaml")(ws), _as_json("evaluation_profiles/ev.yaml")(ws)),
      NOTHING, 0, 0, None),
     ("anchor and comments", _rewrite("run_profiles/rp.yaml", _anchored), NOTHING, 0, 0, None),
@@ -150,7 +153,7 @@ ROWS: list[tuple[str, Callable[[Workspace], None], Layers, int, int, str | None]
      NOTHING, 0, 0, None),
     ("suite leaves a case out", lambda ws: ws.edit("suites/main.yaml", lambda d: d.update(
         case_selection={"include_case_ids": ["alpha"]})), NOTHING, 0, 0, None),
-    ("check description", _case(lambda d: d["deterministic_checks"][0].update(description="It answers.")),
+    ("check description", _case(lambda d: d["deterministic_checks"][0].update(description="It answers."), "alpha"),
      {"checks": ALPHA, "judge": ALPHA, "result": ALPHA}, 0, 2, "checks[0].description added ('It answers.')"),
     ("hook file, same result", _rewrite("cases/alpha/hooks/check.py", lambda text: "# a comment\n" + text),
      {"checks": ALPHA, "judge": ALPHA, "result": ALPHA}, 0, 0, "host_inputs.hooks/check.py changed"),
