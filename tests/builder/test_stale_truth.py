@@ -22,12 +22,15 @@ from clawstore.store import Store
 from clawstore.testing.standin import StandIn
 from tests.support.claw import Claw
 from tests.support.judging import JUDGE, eval_profile, judge_reply, standin_workspace
+from tests.support.oldclaw import old_claw, old_clawstore
 from tests.support.workspace import Workspace
 
 HOOK = "def check(artifact):\n    return {'passed': True, 'message': 'wanted ' + open('expected.txt').read().strip()}\n"
 EV = ("--evaluation-profile", "ev")
 EXPLAIN = ("explain", "--suite", "main", "--run-profile", "rp", *EV)
 Layers = dict[str, set[str]]  # layer -> {"case/model"} the dry run would execute
+# main when session 74 began: its llm_probe runs' keys held the runner settings `timeout_seconds` and `retries`
+KEYED_WITH_HARNESS_SETTINGS = "7bf5566"
 
 
 def _campaign(ws: Workspace) -> None:
@@ -164,6 +167,9 @@ ROWS: list[tuple[str, Callable[[Workspace], None], Layers, int, int, str | None]
     ("one model's override", lambda ws: ws.edit("run_profiles/rp.yaml", lambda d: d.update(
         model_overrides={"m1": {"max_tokens": 100}})),
      {k: {"alpha/m1", "beta/m1"} for k in ("run", "checks", "judge", "result")}, 2, 2, "runner.max_tokens added (100)"),
+    # (how long claw waits and how often it asks again: their failures are never reused, so no result depends on them)
+    ("runner timeout and retries", lambda ws: ws.edit("run_profiles/rp.yaml", lambda d: d["runner_defaults"].update(
+        timeout_seconds=60, retries=4)), NOTHING, 0, 0, None),
     ("judge base_url", _evaluation(lambda d: d["judges"][0].update(base_url=_localhost())),
      {"judge": EVERY, "result": EVERY}, 0, 4, "judge.endpoint.base_url"),
 ]
@@ -215,3 +221,30 @@ def test_a_file_the_hook_reads_changes_its_result(copy: tuple[StandIn, Workspace
         if record.kind == "checks" and len(record.summary["checks"]) == 2:
             messages.add(record.summary["checks"][1]["message"])
     assert messages == {"wanted 4", "wanted 5"}  # the first build's, and the one this edit made
+
+
+def test_runs_keyed_with_their_timeout_and_retries_are_reused(
+        built: tuple[StandIn, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store whose runs the claw before session 74 keyed with `timeout_seconds` and `retries`: this claw finds them
+    under that key (status says fresh, the build sends nothing) and records them under its own, which the next edit of
+    either setting leaves as it is."""
+    standin, root = built
+    old = old_clawstore(tmp_path / "old", KEYED_WITH_HARNESS_SETTINGS)
+    shutil.copytree(root / "ws", tmp_path / "ws", symlinks=True)
+    monkeypatch.setenv("OPENROUTER_BASE_URL", standin.base_url)
+    monkeypatch.setenv("CLAW_STORE", str(tmp_path / "store"))
+    monkeypatch.chdir(tmp_path / "ws")
+    ws, claw = Workspace(tmp_path / "ws"), Claw(tmp_path / "ws")
+    ws.edit("evaluation_profiles/ev.yaml", lambda d: d["judge_runs"][0].update(repetitions=1))
+    before = len(standin.requests)
+    made = old_claw(old, ws.root, "build", "--suite", "main", "--run-profile", "rp", *EV)
+    assert made.returncode == 0, made.stdout + made.stderr
+    assert len(standin.requests) == before + 8  # 4 runs, 4 judgements
+    # (alpha's checks run again, once: its hook's case directory entered their key in the same session; free, and
+    # their results are the same, so its judgements are reused)
+    assert _executes(claw) == {"checks": ALPHA, "judge": ALPHA, "result": ALPHA}
+    assert "run m" not in claw(*EXPLAIN)[1]
+    assert _build(claw, standin) == (0, 0)
+    ws.edit("run_profiles/rp.yaml", lambda d: d["runner_defaults"].update(timeout_seconds=60, retries=4))
+    assert _executes(claw) == NOTHING
+    assert _build(claw, standin) == (0, 0)
