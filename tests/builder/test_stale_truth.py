@@ -23,7 +23,7 @@ from clawstore.testing.standin import StandIn
 from tests.support.claw import Claw
 from tests.support.judging import JUDGE, eval_profile, judge_reply, standin_workspace
 from tests.support.oldclaw import old_claw, old_clawstore
-from tests.support.workspace import Workspace
+from tests.support.workspace import SECRET, Workspace, standard
 
 HOOK = "def check(artifact):\n    return {'passed': True, 'message': 'wanted ' + open('expected.txt').read().strip()}\n"
 EV = ("--evaluation-profile", "ev")
@@ -248,3 +248,28 @@ def test_runs_keyed_with_their_timeout_and_retries_are_reused(
     ws.edit("run_profiles/rp.yaml", lambda d: d["runner_defaults"].update(timeout_seconds=60, retries=4))
     assert _executes(claw) == NOTHING
     assert _build(claw, standin) == (0, 0)
+
+
+def test_a_run_batch_an_older_claw_submitted_is_collected_not_sent_again(
+        standin: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs the claw before session 74 sent by provider batch, keyed with `timeout_seconds` and `retries`, still
+    pending when this claw builds: collected under that key, not submitted (paid) a second time."""
+    old = old_clawstore(tmp_path / "old", KEYED_WITH_HARNESS_SETTINGS)
+    ws = standard(tmp_path / "ws")
+    for name, value in {"OPENROUTER_API_KEY": SECRET, "OPENROUTER_BASE_URL": standin.base_url,
+                        "CLAW_STORE": str(tmp_path / "store"), "CLAW_BATCH_POLL_S": "0.1"}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.chdir(ws.root)
+    standin.batch_settings(delay=60)
+    made = old_claw(old, ws.root, "build", "--suite", "main", "--run-profile", "rp", "--batch")
+    assert made.returncode == 0, made.stdout + made.stderr
+    submitted = standin.batch_stats()
+    assert submitted["lines"] == 4 and submitted["batches"] == 2  # (one a model)
+    standin.batch_settings(delay=0)
+    code, out, err = Claw(ws.root).build("--batch", "--wait", "--output", "json")
+    assert code == 0, out + err
+    assert {(r["run"], r["status"]) for r in json.loads(out)["rows"]} == {("exec", "success")}
+    assert {k: standin.batch_stats()[k] for k in ("lines", "batches")} == {"lines": 4, "batches": 2}
+    assert standin.requests == []
+    code, out, err = Claw(ws.root).build("--output", "json")  # and found under its key now
+    assert {r["run"] for r in json.loads(out)["rows"]} == {"reuse"} and standin.requests == []
