@@ -486,6 +486,9 @@ def test_a_batch_an_older_claw_submitted_with_a_judges_cost_is_collected_not_sen
 
     old = old_clawstore(tmp_path / "old")
     scored.edit("evaluation_profiles/ev.yaml", lambda d: d["judges"][0].update(cost={"input": 2.0, "output": 8.0}))
+    # (without the runner settings that left this claw's run keys in session 74, the older claw keys the runs this
+    # claw made as this claw does, and judges them: with them, it would run them again, docs/building.md, Keys)
+    scored.edit("run_profiles/rp.yaml", lambda d: [d["runner_defaults"].pop(k) for k in ("timeout_seconds", "retries")])
     standin.batch_settings(delay=60)
     built = old_claw(old, scored.root, "build", "--suite", "main", "--run-profile", "rp",
                      "--evaluation-profile", "ev", "--batch")
