@@ -26,7 +26,7 @@ RESULT_DOC_VERSION = 1
 # often it asks again. What they change is whether a run ends `timed_out` or `provider_error`, which is never reused
 # (graph/records.py `kept_outcome`), so no reused record depends on them: in the key, raising `timeout_seconds` after a
 # few timeouts ran, and paid for, every run of the campaign again. They were in every run's key before session 74: a
-# store built then finds its runs under their legacy key (graph/plan.py Node.legacy; docs/building.md, Keys).
+# store built then finds its runs under the key they had (graph/plan.py Node.earlier; docs/building.md, Keys).
 _LLM_PROBE_SETTINGS_NOT_IN_KEY: frozenset[str] = frozenset({"timeout_seconds", "retries"})
 
 

@@ -122,8 +122,8 @@ def plan_runs(campaign: Campaign, repetitions: int, endpoint_of: ItemIdentity,
     """Models (suite order) × cases (sorted) × repetitions (of `items`, default every item of the campaign). Pure
     apart from the callbacks: `endpoint_of(item) -> dict | None` and `runner_identity_of(item) -> dict | None`;
     `legacy_identity_of(item)`, asked after it: the runner identity its runs had before a price left it (Node.legacy),
-    None when the same. An llm_probe run setting `timeout_seconds` or `retries` has the key it had before they left
-    it (session 74) as its legacy key."""
+    None when the same. An llm_probe run setting `timeout_seconds` or `retries` gets the key it had before they left
+    it (session 74) as `Node.earlier`."""
     nodes: list[Node] = []
     attachment_docs: dict[str, dict[str, Any]] = {}
     for item in campaign.items if items is None else items:
