@@ -14,6 +14,8 @@ from clawstore.host.scratch import sweep_dead_scratch
 from clawstore.project.places import refuse_read_only, require_built, workspace_store_dir
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
     from clawstore.config.campaign import Campaign
     from clawstore.store.services.archive import ArchiveSummary
     from clawstore.store.services.archive_import import ImportReport
@@ -106,8 +108,10 @@ def delete_refs(store: Store, names: tuple[str, ...]) -> dict[str, str]:
     return targets
 
 
-def export(store: Store, campaign: Campaign, output: Path) -> ArchiveSummary:
-    """Write the campaign's configs, head, records, inputs and outputs into one file."""
+def export(store: Store, campaign: Campaign, output: Path,
+           beyond_head: Callable[[Mapping[str, str]], Mapping[str, str]] | None = None) -> ArchiveSummary:
+    """Write the campaign's configs, head, records, inputs and outputs into one file (with `beyond_head`: and the
+    results a build here would reuse that the head does not name; builder/campaign_archive.py export_campaign)."""
     from clawstore.builder.campaign_archive import export_campaign
 
     require_built(store, campaign.campaign_id)
@@ -116,7 +120,7 @@ def export(store: Store, campaign: Campaign, output: Path) -> ArchiveSummary:
         raise UsageError(problem)
     refuse_read_only(Path(store.root), "archive export stores the workspace's configs in it before it writes them out "
                                        "(export from a writable copy of the store)")
-    return export_campaign(store, campaign, output)
+    return export_campaign(store, campaign, output, beyond_head)
 
 
 @dataclass
