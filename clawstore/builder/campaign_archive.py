@@ -295,6 +295,12 @@ def _check_campaign_archive(manifest: ArchiveManifest, contents: ArchiveContents
             raise ArchiveError(f"config tree {tree_id}: entry {entry.path[:80]!r} is outside configs/")
         if entry.object is not None and not contents.has(entry.object):
             raise ArchiveError(f"config tree {tree_id}: entry {entry.path[:80]!r} names a missing object")
+        if entry.object is None:
+            continue
+        size, exact = contents.content_size(entry.object, entry.size)
+        if size != entry.size:  # (a few KB of zstd can hold GBs: checked here, never written out)
+            raise ArchiveError(f"config tree {tree_id}: entry {entry.path[:80]!r} has size {entry.size} but its "
+                               f"object holds {size if exact else f'more than {entry.size}'} bytes")
 
 
 def adopt_imported_head(store: Store, head_id: str) -> str | None:

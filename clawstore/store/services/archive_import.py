@@ -17,7 +17,7 @@ from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 from clawstore.errors import StoreError, UsageError, one_line
 from clawstore.host.durable import fsync_path, temp_name
@@ -103,6 +103,39 @@ class ArchiveContents:
         if declared is None or declared > limit:
             raise ArchiveError(f"object {oid} is too large to be read here ({declared} bytes, at most {limit})")
         return codec.decode_verified(oid, hexdigest, where, frame)
+
+    def content_size(self, oid: str, most: int) -> tuple[int, bool]:
+        """An object's content size and whether that is exact: the size its frame declares (checked against its
+        content as the archive was read: zstd refuses a frame whose content is not the size it declares), else its
+        content counted no further than `most` + 1 bytes (a few KB of zstd can hold GBs)."""
+        import io
+
+        import zstandard
+
+        hexdigest = oid[len(PREFIX):]
+        known = self._kept.get(hexdigest)
+        if known is not None:
+            return len(known), True
+        staged = self._staged.get(hexdigest)
+        try:
+            source: BinaryIO = open(staged, "rb") if isinstance(staged, Path) else io.BytesIO(  # noqa: SIM115
+                staged.read(hexdigest) if staged is not None else self._store.read_frame(oid))
+        except OSError as exc:
+            raise StoreError(f"cannot read {staged if isinstance(staged, Path) else self._store.root}: "
+                             f"{exc.strerror}") from None
+        with source:
+            declared = codec.content_size(source.read(codec.MAX_HEADER))
+            if declared is not None:
+                return declared, True
+            source.seek(0)
+            counted = 0
+            try:
+                with zstandard.ZstdDecompressor().stream_reader(source, closefd=False) as reader:
+                    while counted <= most and (piece := reader.read(min(codec.CHUNK, most + 1 - counted))):
+                        counted += len(piece)
+            except zstandard.ZstdError as exc:
+                raise ArchiveError(f"object {oid} does not decode ({exc})") from None
+        return counted, counted <= most
 
     def read_record(self, record_id: str) -> bytes:
         """A record's content (verified), refused above the size of any record."""
