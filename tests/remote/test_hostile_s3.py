@@ -23,7 +23,7 @@ from tests.support.workspace import standard
 
 class HostileS3:
     """An HTTP proxy in front of the S3 server that misbehaves on the packs' GETs as `mode` says: "truncate" (half the
-    body, then the connection closed), "alter" (a byte of the body changed), "slowdown" (503 SlowDown, always)."""
+    body, then the connection closed); anything else is forwarded as it is."""
 
     def __init__(self, target: str, mode: str):
         self.target, self.mode, self.hits = target, mode, 0
@@ -45,15 +45,6 @@ class HostileS3:
                 hostile = self.command == "GET" and ".pack" in self.path
                 if hostile:
                     outer.hits += 1
-                if hostile and outer.mode == "slowdown":
-                    xml = (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code>'
-                           b'<Message>Please reduce your request rate.</Message></Error>')
-                    self.send_response(503)
-                    self.send_header("Content-Type", "application/xml")
-                    self.send_header("Content-Length", str(len(xml)))
-                    self.end_headers()
-                    self.wfile.write(xml)
-                    return
                 self.send_response(reply.status_code)
                 for k, v in reply.headers.items():
                     if k.lower() not in ("content-length", "transfer-encoding", "connection", "content-encoding"):
@@ -66,8 +57,6 @@ class HostileS3:
                     self.close_connection = True
                     self.connection.shutdown(socket.SHUT_RDWR)
                     return
-                if hostile and outer.mode == "alter" and data:
-                    data = data[:-40] + bytes([data[-40] ^ 1]) + data[-39:]
                 self.wfile.write(data)
 
             do_GET = do_PUT = do_HEAD = do_POST = do_DELETE = _forward  # noqa: N815
