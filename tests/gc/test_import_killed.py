@@ -1,0 +1,68 @@
+"""A SIGKILLed `claw archive import` into a new store: it builds the store whole in a hidden directory beside the target
+(`.NAME.importing-<pid>-<ticks>-<random>`) and renames it into place at the end. Killed before the rename, that
+directory held the whole archive's objects and nothing ever removed it: no store names it, and each import killed so
+left another. The next import into that place removes the ones whose process is gone (never a live import's), and
+imports as if none had been killed (a real `claw` process held at the rename, then SIGKILLed)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from clawstore.testing.standin import StandIn
+from tests.support.claw import Claw, claw, env, ws  # noqa: F401 (fixtures)
+from tests.support.workspace import Workspace
+
+RUNS = ("--suite", "main", "--run-profile", "rp")
+
+# `claw archive import` that stops right before it renames the store it built into place, says so, and waits.
+_HELD = r"""
+import os, sys
+from clawstore.cli import main
+from clawstore.store.services import archive_import
+
+def held(staging, store_dir):
+    os.write(1, b"at rename\n")
+    sys.stdin.readline()
+
+archive_import._take_place = held
+main(sys.argv[1:])
+"""
+
+
+def _staged(place: Path) -> list[str]:
+    return sorted(name for name in os.listdir(place) if ".importing-" in name)
+
+
+def test_an_import_killed_before_its_new_store_is_in_place_leaves_nothing_once_imported_again(
+        ws: Workspace, claw: Claw, standin: StandIn, tmp_path: Path) -> None:  # noqa: F811
+    assert claw("build", *RUNS)[0] == 0
+    archive = tmp_path / "campaign.claw"
+    assert claw("archive", "export", *RUNS, "-o", str(archive))[0] == 0
+    place = tmp_path / "elsewhere"
+    place.mkdir()
+    target = place / "store"
+
+    for _ in range(2):
+        held = subprocess.Popen([sys.executable, "-c", _HELD, "archive", "import", str(archive),
+                                 "--store", str(target)], env=dict(os.environ), stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert held.stdout is not None
+        line = held.stdout.readline()
+        held.send_signal(signal.SIGKILL)
+        _, err = held.communicate(timeout=60)
+        assert line == b"at rename\n", err.decode()
+    assert len(_staged(place)) == 2 and not target.exists()  # (two whole stores no one will ever use)
+
+    live = place / f".store.importing-{os.getpid()}-0-{'0' * 16}"  # (named as a live import's: this process's)
+    live.mkdir()
+    code, out, err = claw("archive", "import", str(archive), "--store", str(target))
+    assert code == 0, out + err
+    assert _staged(place) == [live.name]  # the killed imports' directories are gone, the live one's kept
+    assert claw("fsck", "--store", str(target))[0] == 0
+    spent = len(standin.requests)
+    code, out, err = claw("build", *RUNS, "--store", str(target))
+    assert code == 0 and len(standin.requests) == spent, out + err
