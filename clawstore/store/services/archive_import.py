@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from clawstore.errors import StoreError, UsageError, one_line
-from clawstore.host.durable import fsync_path, temp_name
+from clawstore.host.durable import fsync_path, process_alive, temp_name, temp_owner
 from clawstore.store.actions import (
     MISSING_INPUT,
     entry_problem,
@@ -437,7 +437,9 @@ def import_into(store_dir: Path, path: Path, pins: Iterable[str] = (), check: Co
     anchor = store_dir.absolute().parent
     while not anchor.is_dir():
         anchor = anchor.parent
-    staging = anchor / f".{store_dir.name or 'store'}.importing-{temp_name('')}"
+    prefix = f".{store_dir.name or 'store'}.importing-"
+    _remove_dead_stagings(anchor, prefix)
+    staging = anchor / f"{prefix}{temp_name('')}"
     try:
         with Store(staging) as staged:  # closed (its pack sealed, its files let go): the directory is about to move
             report = import_archive(staged, path, pins, check, untrusted)
@@ -452,6 +454,22 @@ def import_into(store_dir: Path, path: Path, pins: Iterable[str] = (), check: Co
         shutil.rmtree(staging, ignore_errors=True)
         return import_into(store_dir, path, pins, check, untrusted)  # into that store, or the folder's problem said
     return Store(store_dir, create=False), report
+
+
+def _remove_dead_stagings(anchor: Path, prefix: str) -> None:
+    """Remove the new stores earlier imports into this place were building when they were killed (`prefix` then a
+    temp name naming their process, now gone): whole stores no one will use, which nothing else would remove. A live
+    import's is left alone."""
+    try:
+        names = [name for name in os.listdir(anchor) if name.startswith(prefix)]
+    except OSError:
+        return
+    for name in names:
+        owner = temp_owner(name[len(prefix):])
+        path = anchor / name
+        if owner is None or process_alive(*owner) or path.is_symlink() or not path.is_dir():
+            continue
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _take_place(staging: Path, store_dir: Path) -> bool:
