@@ -80,6 +80,7 @@ def test_a_campaign_with_a_killed_builds_work_rebuilds_elsewhere_as_it_would_her
 
     monkeypatch.chdir(elsewhere)
     monkeypatch.delenv("CLAW_STORE")
+    assert claw("fsck")[0] == 0
     there = {"status": _ok(claw, "status", *CAMPAIGN), "query": _ok(claw, "query", QUERY, "--format", "json"),
              "report": json.loads(_ok(claw, "report", *CAMPAIGN, "--output", "json", "--no-chart"))}
     here["report"].pop("killed_builds")  # (the killed build was here: its spending is this store's to say)
