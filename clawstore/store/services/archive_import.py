@@ -17,7 +17,7 @@ from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING
 
 from clawstore.errors import StoreError, UsageError, one_line
 from clawstore.host.durable import fsync_path, process_alive, temp_name, temp_owner
@@ -107,10 +107,9 @@ class ArchiveContents:
     def content_size(self, oid: str, most: int) -> tuple[int, bool]:
         """An object's content size and whether that is exact: the size its frame declares (checked against its
         content as the archive was read: zstd refuses a frame whose content is not the size it declares), else its
-        content counted no further than `most` + 1 bytes (a few KB of zstd can hold GBs)."""
+        content counted no further than `most` + 1 bytes (a few KB of zstd can hold GBs). Only the frame's header is
+        read for the first, never the whole frame."""
         import io
-
-        import zstandard
 
         hexdigest = oid[len(PREFIX):]
         known = self._kept.get(hexdigest)
@@ -118,23 +117,21 @@ class ArchiveContents:
             return len(known), True
         staged = self._staged.get(hexdigest)
         try:
-            source: BinaryIO = open(staged, "rb") if isinstance(staged, Path) else io.BytesIO(  # noqa: SIM115
-                staged.read(hexdigest) if staged is not None else self._store.read_frame(oid))
+            if staged is None:
+                reader = self._store.open_object(oid)
+            elif isinstance(staged, Path):
+                reader = codec.ObjectReader(oid, hexdigest, str(staged))
+            else:
+                reader = codec.ObjectReader(oid, hexdigest, str(staged.path), io.BytesIO(staged.read(hexdigest)))
         except OSError as exc:
             raise StoreError(f"cannot read {staged if isinstance(staged, Path) else self._store.root}: "
                              f"{exc.strerror}") from None
-        with source:
-            declared = codec.content_size(source.read(codec.MAX_HEADER))
-            if declared is not None:
-                return declared, True
-            source.seek(0)
+        with reader:
+            if reader.size is not None:
+                return reader.size, True
             counted = 0
-            try:
-                with zstandard.ZstdDecompressor().stream_reader(source, closefd=False) as reader:
-                    while counted <= most and (piece := reader.read(min(codec.CHUNK, most + 1 - counted))):
-                        counted += len(piece)
-            except zstandard.ZstdError as exc:
-                raise ArchiveError(f"object {oid} does not decode ({exc})") from None
+            while counted <= most and (piece := reader.read(min(codec.CHUNK, most + 1 - counted))):
+                counted += len(piece)
         return counted, counted <= most
 
     def read_record(self, record_id: str) -> bytes:
