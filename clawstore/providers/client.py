@@ -69,6 +69,17 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
     return max(when.timestamp() - now, 0.0)
 
 
+def reply_wait(headers: httpx.Headers) -> float | None:
+    """Seconds a reply asks to wait: OpenAI's (and Azure OpenAI's) `retry-after-ms` first, as their SDK reads it, then
+    `Retry-After`; None if neither is a wait (an `-ms` value as `Retry-After`'s seconds: a decimal number)."""
+    millis = headers.get("retry-after-ms")
+    if millis is not None and _SECONDS.fullmatch(millis.strip()):
+        seconds = float(millis) / 1000
+        if math.isfinite(seconds):
+            return max(seconds, 0.0)
+    return parse_retry_after(headers.get("retry-after"))
+
+
 @dataclass(frozen=True)
 class ChatResult:
     """A successful chat completion.
@@ -558,7 +569,7 @@ def _interpret(response: _Reply, api_key: str | None) -> tuple[ChatResult | _Fai
     message, provider_code, numeric = _error_fields(data)
     if not 200 <= status < 300:
         retryable = is_retryable_status(status)
-        retry_after = parse_retry_after(response.headers.get("retry-after")) if retryable else None
+        retry_after = reply_wait(response.headers) if retryable else None
         return _Failure("http_error", f"HTTP {status} from {response.url}: "
                         f"{message or text[:200] or response.reason_phrase}", retryable,
                         status_code=status, provider_code=provider_code, retry_after=retry_after,
@@ -582,6 +593,15 @@ def _interpret(response: _Reply, api_key: str | None) -> tuple[ChatResult | _Fai
         return _Failure("invalid_response", f"response from {response.url} has no choices[0].message",
                         False, status_code=status, metadata=meta), _unread(data, bad_usage, usage)
     choice = choices[0]
+    if message is not None or choice.get("finish_reason") == "error":
+        # OpenRouter answers 200 once the model began and reports a failure after that in the body: `error` beside a
+        # choice whose finish_reason is "error", its content what came before. No answer: the provider's failure,
+        # retried as its inner status says (none: as a 502), and what it was billed counted (unknown if not said).
+        inner = numeric if isinstance(numeric, int) and not isinstance(numeric, bool) else None
+        return _Failure("http_error", f"provider error from {response.url}: "
+                        f"{message or 'the reply ended with finish_reason error'}",
+                        inner is None or is_retryable_status(inner), status_code=inner or status,
+                        provider_code=provider_code, metadata=meta), _unread(data, bad_usage, usage)
     malformed = message_problem(choice["message"])
     if malformed:
         return _Failure("invalid_response", f"malformed reply from {response.url}: {malformed}",

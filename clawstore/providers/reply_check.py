@@ -1,10 +1,11 @@
 """A provider reply's numbers and content are input: check them before anything uses them.
 
 A reply whose answer is a number is malformed: the call fails as `invalid_response` naming the field, so the run
-ends `provider_error` (not cached, retried by the next build). A reply whose usage says `completion_tokens: 1e30`,
-`cost: "NaN"` or `cost: -1e9` keeps its answer (failing it, every build would send it and pay for it again), but
-none of its usage numbers is believed: its tokens and cost are unknown (`Usage.not_believed`, the reason kept as
-`usage_rejected`) instead of numbers that poison sums and the query manifest.
+ends `provider_error` (not cached, retried by the next build); so does `content: null` with no tool call, reasoning
+or refusal beside it. A reply whose usage says `completion_tokens: 1e30`, `cost: "NaN"` or `cost: -1e9` keeps its
+answer (failing it, every build would send it and pay for it again), but none of its usage numbers is believed: its
+tokens and cost are unknown (`Usage.not_believed`, the reason kept as `usage_rejected`) instead of numbers that poison
+sums and the query manifest.
 """
 
 from __future__ import annotations
@@ -40,14 +41,23 @@ def usage_problem(usage: Any) -> str | None:
     return f"usage.cost: {problem}" if problem else None
 
 
+# What a message with `content: null` and no tool call may hold instead, as servers send it: a reasoning model's
+# thoughts when it spent max_tokens on them (vLLM's reasoning parsers: `reasoning_content`, later `reasoning`, as
+# OpenRouter), or a refusal (OpenAI's `refusal`). The model's own (empty) answer, not a malformed reply.
+NO_TEXT_BESIDE = ("reasoning", "reasoning_content", "refusal")
+
+
 def message_problem(message: dict[str, Any]) -> str | None:
-    """Why choices[0].message is malformed: content a string, or null alongside tool calls."""
+    """Why choices[0].message is malformed: content a string, or null alongside tool calls or NO_TEXT_BESIDE."""
     calls = message.get("tool_calls")
     if calls is not None and not isinstance(calls, list):
         return "choices[0].message.tool_calls: expected a list"
     content = message.get("content")
     if content is None:
-        return None if calls else "choices[0].message.content: expected a string (null only with tool calls), got null"
+        if calls or any(isinstance(message.get(k), str) and message[k].strip() for k in NO_TEXT_BESIDE):
+            return None
+        return ("choices[0].message.content: expected a string (null only with tool calls, reasoning or a refusal), "
+                "got null")
     if not isinstance(content, str):
         return f"choices[0].message.content: expected a string, got {type(content).__name__}"
     return None

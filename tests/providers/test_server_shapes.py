@@ -1,0 +1,106 @@
+"""Replies as real servers send them (OpenRouter, vLLM, OpenAI, LiteLLM's proxy), replayed by the stand-in on 127.0.0.1
+and read by a real llm_probe run: each gives the record a paying user needs (session 74's audit, docs/runners.md)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from clawstore.providers import Endpoint, ProviderClient
+from clawstore.runners import LlmProbeSpec, RunArtifact, run_llm_probe
+from clawstore.testing.standin import StandIn, text
+
+
+def _run(standin: StandIn, client: ProviderClient, tmp_path: Path, *replies: dict[str, Any],
+         retries: int = 2) -> RunArtifact:
+    standin.script("m1", *replies)
+    spec = LlmProbeSpec(case_id="c", requested_model="m1", endpoint=Endpoint(standin.base_url, None),
+                        messages=[{"role": "user", "content": "What is 2 + 2?"}], settings={"retries": retries})
+    return run_llm_probe(spec, client, tmp_path)
+
+
+def _completion(message: dict[str, Any], finish_reason: str, usage: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {"body": {"id": "gen-1", "object": "chat.completion", "model": "m1", **extra,
+                     "choices": [{"index": 0, "message": {"role": "assistant", **message},
+                                  "finish_reason": finish_reason}], "usage": usage}}
+
+
+def test_an_error_inside_a_200_after_generation_began_is_a_provider_failure_retried(
+        standin: StandIn, client: ProviderClient, tmp_path: Path) -> None:
+    """OpenRouter answers 200 once the model started, and reports a failure after that in the body: `error` beside the
+    choice, whose finish_reason is "error" and whose content is what came before the failure. Kept, that half answer
+    (or an empty one) was the model's outcome: cached and scored, never asked again. It is the provider's failure:
+    retried as its inner status says (502), and what the failed attempt was billed is counted."""
+    partial = _completion({"content": "The answer is"}, "error",
+                          {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15, "cost": 0.0001},
+                          error={"code": 502, "message": "Provider disconnected mid-generation"})
+    artifact = _run(standin, client, tmp_path, partial, text("4", usage={"cost": 0.0002}))
+    assert artifact.status == "success" and artifact.final_output == "4", artifact.error
+    assert len(standin.requests) == 2
+    usage = artifact.to_json()["usage"]
+    assert round(usage["cost_usd"], 6) == 0.0003 and usage["normalized"]["output_tokens"] >= 3 + 1, usage
+    retried = [e["metadata"] for e in artifact.trace if e["event_type"] == "runner" and e["name"] == "provider_retry"]
+    assert [(r["code"], r["status_code"]) for r in retried] == [("http_error", 502)], retried
+
+    # Its retries used up: a provider_error (a fault, asked again by the next build), never the half answer.
+    standin.reset()
+    empty = _completion({"content": ""}, "error", {"prompt_tokens": 12, "completion_tokens": 0, "total_tokens": 12},
+                        error={"code": 502, "message": "Provider disconnected"})
+    failed = _run(standin, client, tmp_path, partial, empty, partial, retries=2)
+    assert failed.status == "provider_error" and failed.final_output is None, failed.status
+    assert failed.error is not None and "Provider disconnected" in failed.error.message
+    assert failed.error.metadata["status_code"] == 502 and len(standin.requests) == 3
+
+
+def test_a_finish_reason_error_alone_is_a_provider_failure(standin: StandIn, client: ProviderClient,
+                                                           tmp_path: Path) -> None:
+    """finish_reason "error" (OpenRouter's normalised reason: "the model finishes the request with an error") without an
+    `error` object: the text before it is no answer either."""
+    cut = _completion({"content": "The ans"}, "error",
+                      {"prompt_tokens": 12, "completion_tokens": 2, "total_tokens": 14})
+    artifact = _run(standin, client, tmp_path, cut, text("4"))
+    assert artifact.status == "success" and artifact.final_output == "4"
+    assert len(standin.requests) == 2
+
+
+def test_retry_after_ms_is_honoured(standin: StandIn, client: ProviderClient, tmp_path: Path) -> None:
+    """OpenAI (and Azure OpenAI) say how long to wait in milliseconds, `retry-after-ms`, which its own SDK reads first:
+    claw read only `Retry-After` and came back after its backoff (0.01 s here), into another 429."""
+    limited = {"status": 429, "error": "Rate limit reached", "headers": {"retry-after-ms": "1200"}}
+    artifact = _run(standin, client, tmp_path, limited, text("4"))
+    assert artifact.status == "success"
+    first, second = (r["received_at"] for r in standin.requests)
+    assert second - first >= 1.15, second - first
+    # with both, the finer one decides (as OpenAI's SDK reads them)
+    standin.reset()
+    both = {"status": 429, "error": "Rate limit reached", "headers": {"retry-after-ms": "300", "Retry-After": "1"}}
+    started = time.monotonic()
+    assert _run(standin, client, tmp_path, both, text("4")).status == "success"
+    first, second = (r["received_at"] for r in standin.requests)
+    assert 0.25 <= second - first < 0.9 and time.monotonic() - started < 5
+
+
+def test_a_reasoning_model_out_of_tokens_is_its_own_empty_answer(standin: StandIn, client: ProviderClient,
+                                                                  tmp_path: Path) -> None:
+    """vLLM's reasoning parsers give `content: null` when the model spent max_tokens thinking (`reasoning_content`, or
+    `reasoning` in newer vLLM and OpenRouter), and OpenAI's refusals `content: null` beside `refusal`. Before, such a
+    reply was malformed: a provider_error, retried by every build and paid for again each time (64 completion tokens
+    here, every build). It is the model's outcome: invalid/empty_output, cached, its tokens counted."""
+    usage = {"prompt_tokens": 12, "completion_tokens": 64, "total_tokens": 76}
+    for message in ({"content": None, "reasoning_content": "Let me think about 2 + 2 carefully..."},
+                    {"content": None, "reasoning": "Let me think about 2 + 2 carefully..."},
+                    {"content": None, "refusal": "I can't help with that."}):
+        standin.reset()
+        artifact = _run(standin, client, tmp_path, _completion(message, "length", usage))
+        assert (artifact.status, artifact.error and artifact.error.code) == ("invalid", "empty_output"), (
+            message, artifact.error)
+        assert len(standin.requests) == 1
+        normalized = artifact.to_json()["usage"]["normalized"]
+        assert (normalized["input_tokens"], normalized["output_tokens"]) == (12, 64)
+        kept = [e for e in artifact.trace if e["event_type"] == "message" and e.get("role") == "assistant"]
+        assert kept and any(k in str(kept[-1]) for k in ("Let me think", "can't help")), kept
+    # a bare null (nothing said, nothing thought) is still malformed
+    standin.reset()
+    bare = _run(standin, client, tmp_path, _completion({"content": None}, "stop", usage), retries=0)
+    assert bare.status == "provider_error" and "choices[0].message.content" in bare.error.message  # type: ignore[union-attr]
