@@ -1,7 +1,8 @@
 """One OpenAI-compatible chat-completions client (httpx) shared by runners and the judge.
 
-Retries only transient failures (408/409/425/429/5xx, timeouts, transport errors) with exponential
-backoff plus jitter, honouring `Retry-After`. A single request is retried, never a whole conversation.
+Retries only transient failures (408/409/425/429/5xx, a 402 with a `Retry-After`, timeouts, transport errors) with
+exponential backoff plus jitter, honouring `retry-after-ms` and `Retry-After`. A single request is retried, never a
+whole conversation.
 The API key is read from the environment per call and never logged, stored or put in an error.
 """
 
@@ -569,7 +570,9 @@ def _interpret(response: _Reply, api_key: str | None) -> tuple[ChatResult | _Fai
     message, provider_code, numeric = _error_fields(data)
     if not 200 <= status < 300:
         retryable = is_retryable_status(status)
-        retry_after = reply_wait(response.headers) if retryable else None
+        # A 402 that says when to come back is a wait (OpenRouter's in-flight spending budget); without, it is final.
+        retry_after = reply_wait(response.headers) if retryable or status == 402 else None
+        retryable = retryable or retry_after is not None
         return _Failure("http_error", f"HTTP {status} from {response.url}: "
                         f"{message or text[:200] or response.reason_phrase}", retryable,
                         status_code=status, provider_code=provider_code, retry_after=retry_after,

@@ -10,6 +10,8 @@ from typing import Any
 from clawstore.providers import Endpoint, ProviderClient
 from clawstore.runners import LlmProbeSpec, RunArtifact, run_llm_probe
 from clawstore.testing.standin import StandIn, text
+from tests.support.claw import Claw, claw, env, ws  # noqa: F401 - fixtures
+from tests.support.workspace import Workspace
 
 
 def _run(standin: StandIn, client: ProviderClient, tmp_path: Path, *replies: dict[str, Any],
@@ -104,3 +106,34 @@ def test_a_reasoning_model_out_of_tokens_is_its_own_empty_answer(standin: StandI
     standin.reset()
     bare = _run(standin, client, tmp_path, _completion({"content": None}, "stop", usage), retries=0)
     assert bare.status == "provider_error" and "choices[0].message.content" in bare.error.message  # type: ignore[union-attr]
+
+
+def test_a_402_with_retry_after_is_waited_for_and_one_without_is_final(standin: StandIn, client: ProviderClient,
+                                                                       tmp_path: Path) -> None:
+    """OpenRouter's 402 for its in-flight spending budget (paid requests running at once, `limit_source:
+    openrouter_in_flight_budget`) says `Retry-After`: it passes as they settle, and a build running many at once
+    meets it. Before, the 402 failed the run, and `stop_on_runner_error` (on by default) stopped the build there. A
+    402 without it (out of credits) stays final: one request, a provider_error."""
+    budget = {"status": 402, "retry_after": "1", "body": {"error": {
+        "code": 402, "message": "In-flight budget exhausted",
+        "metadata": {"limit_source": "openrouter_in_flight_budget"}}}}
+    artifact = _run(standin, client, tmp_path, budget, text("4"))
+    assert artifact.status == "success" and artifact.final_output == "4", artifact.error
+    first, second = (r["received_at"] for r in standin.requests)
+    assert second - first >= 0.95, second - first
+    standin.reset()
+    broke = _run(standin, client, tmp_path, {"status": 402, "error": "Insufficient credits"}, text("4"))
+    assert broke.status == "provider_error" and broke.error is not None and broke.error.metadata["status_code"] == 402
+    assert not broke.error.retryable and len(standin.requests) == 1
+
+
+def test_a_build_meeting_the_in_flight_budget_waits_and_goes_on(ws: Workspace, claw: Claw,  # noqa: F811
+                                                               standin: StandIn) -> None:
+    """The build a user runs (stop_on_runner_error on, as by default): its first request meets OpenRouter's in-flight
+    budget. Before, the build stopped there, the other runs skipped (exit 1); it waits a second and runs them all."""
+    ws.run_profile(stop_on_runner_error=True)
+    standin.script("vendor/m1", {"status": 402, "retry_after": "1", "error": "In-flight budget exhausted"},
+                   text("4"))
+    code, out, err = claw.build()
+    assert code == 0, out + err
+    assert sorted(r["model"] for r in standin.requests) == ["vendor/m1"] * 3 + ["vendor/m2"] * 2, standin.requests
