@@ -596,10 +596,14 @@ def _interpret(response: _Reply, api_key: str | None) -> tuple[ChatResult | _Fai
         return _Failure("invalid_response", f"response from {response.url} has no choices[0].message",
                         False, status_code=status, metadata=meta), _unread(data, bad_usage, usage)
     choice = choices[0]
-    if message is not None or choice.get("finish_reason") == "error":
-        # OpenRouter answers 200 once the model began and reports a failure after that in the body: `error` beside a
-        # choice whose finish_reason is "error", its content what came before. No answer: the provider's failure,
-        # retried as its inner status says (none: as a 502), and what it was billed counted (unknown if not said).
+    if message is not None or choice.get("finish_reason") == "error" or isinstance(choice.get("error"), dict):
+        # OpenRouter answers 200 once the model began and reports a failure after that in the body: `error` beside
+        # the choice or in it, whose finish_reason is "error", its content what came before. No answer: the provider's
+        # failure, retried as its inner status says (none: as a 502), and what it was billed counted (unknown if not
+        # said).
+        if isinstance(choice.get("error"), dict):
+            said, said_code, said_numeric = _error_fields(choice)
+            message, provider_code, numeric = said or message, said_code or provider_code, said_numeric or numeric
         inner = numeric if isinstance(numeric, int) and not isinstance(numeric, bool) else None
         return _Failure("http_error", f"provider error from {response.url}: "
                         f"{message or 'the reply ended with finish_reason error'}",

@@ -38,7 +38,13 @@ def usage_problem(usage: Any) -> str | None:
         if problem:
             return f"usage.{'.'.join(path)}: {problem}"
     problem = amount_problem(usage.get("cost"), MAX_REPLY_COST_USD)
-    return f"usage.cost: {problem}" if problem else None
+    if problem:
+        return f"usage.cost: {problem}"
+    details = usage.get("cost_details")
+    if usage.get("is_byok") is True and isinstance(details, dict):  # (its cost: providers/usage.py _byok_cost)
+        problem = amount_problem(details.get("upstream_inference_cost"), MAX_REPLY_COST_USD)
+        return f"usage.cost_details.upstream_inference_cost: {problem}" if problem else None
+    return None
 
 
 # What a message with `content: null` and no tool call may hold instead, as servers send it: a reasoning model's

@@ -7,6 +7,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from clawstore.providers import Endpoint, ProviderClient
 from clawstore.runners import LlmProbeSpec, RunArtifact, run_llm_probe
 from clawstore.testing.standin import StandIn, text
@@ -137,3 +139,46 @@ def test_a_build_meeting_the_in_flight_budget_waits_and_goes_on(ws: Workspace, c
     code, out, err = claw.build()
     assert code == 0, out + err
     assert sorted(r["model"] for r in standin.requests) == ["vendor/m1"] * 3 + ["vendor/m2"] * 2, standin.requests
+
+
+def test_an_error_inside_the_choice_is_named(standin: StandIn, client: ProviderClient, tmp_path: Path) -> None:
+    """OpenRouter also puts the in-band error inside the choice (`choices[0].error`, finish_reason "error", content
+    ""): the run's error says what the provider said, and the status it gave."""
+    error = {"code": 502, "message": "This model is currently experiencing high demand.",
+             "metadata": {"error_type": "provider_unavailable"}}
+    reply = {"body": {"choices": [{"index": 0, "message": {"role": "assistant", "content": ""},
+                                   "finish_reason": "error", "error": error}],
+                      "usage": {"cost": 0, "is_byok": True}}}
+    failed = _run(standin, client, tmp_path, reply, retries=0)
+    assert failed.status == "provider_error" and failed.error is not None, failed.error
+    assert "high demand" in failed.error.message and failed.error.metadata["status_code"] == 502, failed.error
+    assert failed.error.retryable
+
+
+def test_a_byok_reply_costs_what_the_upstream_provider_charged(standin: StandIn, client: ProviderClient,
+                                                               tmp_path: Path) -> None:
+    """OpenRouter with the user's own provider key (BYOK): `usage.cost` is OpenRouter's fee (0 while it waives it), what
+    the call cost is `cost_details.upstream_inference_cost`, billed to that key. Before, the run cost the fee: a
+    known 0.0 USD, a build of such runs "cost spent 0.000000 USD" and `--max-cost` never stopped it."""
+    byok = {"prompt_tokens": 1396, "completion_tokens": 41, "total_tokens": 1437, "cost": 0, "is_byok": True,
+            "cost_details": {"upstream_inference_cost": 0.0001601, "upstream_inference_prompt_cost": 0.0001396,
+                             "upstream_inference_completions_cost": 2.05e-05}}
+    artifact = _run(standin, client, tmp_path, _completion({"content": "4"}, "stop", byok))
+    assert artifact.status == "success"
+    assert artifact.to_json()["usage"]["cost_usd"] == 0.0001601
+    # a fee beside it is paid too
+    standin.reset()
+    fee = {**byok, "cost": 0.00001}
+    assert _run(standin, client, tmp_path, _completion({"content": "4"}, "stop", fee)).to_json()["usage"][
+        "cost_usd"] == pytest.approx(0.0001701, rel=1e-9)
+    # BYOK without the upstream's figure: what the user's key was billed is not said, so the cost is not reported
+    # (priced from a declared price, else unknown), never the fee alone
+    standin.reset()
+    unsaid = {"prompt_tokens": 1396, "completion_tokens": 41, "total_tokens": 1437, "cost": 0.00048, "is_byok": True}
+    assert _run(standin, client, tmp_path, _completion({"content": "4"}, "stop", unsaid)).to_json()["usage"][
+        "cost_usd"] is None
+    # not BYOK (OpenRouter sends `upstream_inference_cost: null` then): the cost is `cost`, as before
+    standin.reset()
+    paid = {**byok, "cost": 0.0002, "is_byok": False, "cost_details": {"upstream_inference_cost": None}}
+    assert _run(standin, client, tmp_path, _completion({"content": "4"}, "stop", paid)).to_json()["usage"][
+        "cost_usd"] == 0.0002
