@@ -609,7 +609,7 @@ def _interpret(response: _Reply, api_key: str | None) -> tuple[ChatResult | _Fai
                         f"{message or 'the reply ended with finish_reason error'}",
                         inner is None or is_retryable_status(inner), status_code=inner or status,
                         provider_code=provider_code, metadata=meta), _unread(data, bad_usage, usage)
-    malformed = message_problem(choice["message"])
+    malformed = message_problem(choice["message"], choice.get("finish_reason"))
     if malformed:
         return _Failure("invalid_response", f"malformed reply from {response.url}: {malformed}",
                         False, status_code=status, metadata=meta), _unread(data, bad_usage, usage)

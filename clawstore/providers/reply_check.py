@@ -49,21 +49,25 @@ def usage_problem(usage: Any) -> str | None:
 
 # What a message with `content: null` and no tool call may hold instead, as servers send it: a reasoning model's
 # thoughts when it spent max_tokens on them (vLLM's reasoning parsers: `reasoning_content`, later `reasoning`, as
-# OpenRouter), or a refusal (OpenAI's `refusal`). The model's own (empty) answer, not a malformed reply.
+# OpenRouter), or a refusal (OpenAI's `refusal`); or the choice says why it stopped with no text (NO_TEXT_FINISH: its
+# max_tokens spent, a content filter). The model's own (empty) answer, not a malformed reply.
 NO_TEXT_BESIDE = ("reasoning", "reasoning_content", "refusal")
+NO_TEXT_FINISH = frozenset({"length", "content_filter"})
 
 
-def message_problem(message: dict[str, Any]) -> str | None:
-    """Why choices[0].message is malformed: content a string, or null alongside tool calls or NO_TEXT_BESIDE."""
+def message_problem(message: dict[str, Any], finish_reason: Any = None) -> str | None:
+    """Why choices[0].message is malformed: content a string, or null alongside tool calls or NO_TEXT_BESIDE, or
+    ended by a NO_TEXT_FINISH `finish_reason`."""
     calls = message.get("tool_calls")
     if calls is not None and not isinstance(calls, list):
         return "choices[0].message.tool_calls: expected a list"
     content = message.get("content")
     if content is None:
-        if calls or any(isinstance(message.get(k), str) and message[k].strip() for k in NO_TEXT_BESIDE):
+        if calls or finish_reason in NO_TEXT_FINISH or any(
+                isinstance(message.get(k), str) and message[k].strip() for k in NO_TEXT_BESIDE):
             return None
-        return ("choices[0].message.content: expected a string (null only with tool calls, reasoning or a refusal), "
-                "got null")
+        return ("choices[0].message.content: expected a string (null only with tool calls, reasoning or a refusal, "
+                "or cut by length or a content filter), got null")
     if not isinstance(content, str):
         return f"choices[0].message.content: expected a string, got {type(content).__name__}"
     return None

@@ -104,7 +104,12 @@ def test_a_reasoning_model_out_of_tokens_is_its_own_empty_answer(standin: StandI
         assert (normalized["input_tokens"], normalized["output_tokens"]) == (12, 64)
         kept = [e for e in artifact.trace if e["event_type"] == "message" and e.get("role") == "assistant"]
         assert kept and any(k in str(kept[-1]) for k in ("Let me think", "can't help")), kept
-    # a bare null (nothing said, nothing thought) is still malformed
+    # the choice says why it stopped with no text: its max_tokens spent, or a content filter (Azure OpenAI's)
+    for finish in ("length", "content_filter"):
+        standin.reset()
+        cut = _run(standin, client, tmp_path, _completion({"content": None}, finish, usage))
+        assert (cut.status, cut.error and cut.error.code) == ("invalid", "empty_output"), (finish, cut.error)
+    # a bare null that says nothing (nothing thought, nothing cut) is still malformed
     standin.reset()
     bare = _run(standin, client, tmp_path, _completion({"content": None}, "stop", usage), retries=0)
     assert bare.status == "provider_error" and "choices[0].message.content" in bare.error.message  # type: ignore[union-attr]
