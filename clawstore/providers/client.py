@@ -520,7 +520,10 @@ def _escaped_key(api_key: str) -> re.Pattern[str] | None:
 
 
 def _error_fields(data: Any) -> tuple[str | None, str | None, Any]:
-    """(message, provider_code, numeric code) from an OpenAI/OpenRouter `error` object."""
+    """(message, provider_code, numeric code) from an OpenAI/OpenRouter `error` object, or vLLM's error body (its
+    error object itself: `{"object": "error", "message", "type", "code"}`)."""
+    if isinstance(data, dict) and data.get("object") == "error" and not isinstance(data.get("error"), dict):
+        data = {"error": data}
     if not isinstance(data, dict) or not isinstance(data.get("error"), dict):
         return None, None, None
     err = data["error"]

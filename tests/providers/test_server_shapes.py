@@ -187,3 +187,18 @@ def test_a_byok_reply_costs_what_the_upstream_provider_charged(standin: StandIn,
     paid = {**byok, "cost": 0.0002, "is_byok": False, "cost_details": {"upstream_inference_cost": None}}
     assert _run(standin, client, tmp_path, _completion({"content": "4"}, "stop", paid)).to_json()["usage"][
         "cost_usd"] == 0.0002
+
+
+def test_vllms_own_error_shape_is_read(standin: StandIn, client: ProviderClient, tmp_path: Path) -> None:
+    """vLLM's OpenAI server (before it wrapped errors in `error`) answers a prompt over the model's context with its
+    error object as the body: `{"object": "error", "message", "type", "code"}`. The run's error was the body's JSON cut
+    at 200 characters; it says the message, the type is kept, and the 400 is not retried (the same prompt would be
+    refused again, and paid for where a server bills refusals)."""
+    words = ("This model's maximum context length is 4096 tokens. However, you requested 5000 tokens (4000 in the "
+             "messages, 1000 in the completion). Please reduce the length of the messages or completion.")
+    refusal = {"status": 400, "body": {"object": "error", "message": words, "type": "BadRequestError", "param": None,
+                                       "code": 400}}
+    failed = _run(standin, client, tmp_path, refusal, text("4"))
+    assert failed.status == "provider_error" and failed.error is not None and len(standin.requests) == 1
+    assert failed.error.message.endswith(": " + words), failed.error.message
+    assert failed.error.provider_code == "BadRequestError" and failed.error.metadata["status_code"] == 400
