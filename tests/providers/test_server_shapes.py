@@ -202,3 +202,26 @@ def test_vllms_own_error_shape_is_read(standin: StandIn, client: ProviderClient,
     assert failed.status == "provider_error" and failed.error is not None and len(standin.requests) == 1
     assert failed.error.message.endswith(": " + words), failed.error.message
     assert failed.error.provider_code == "BadRequestError" and failed.error.metadata["status_code"] == 400
+
+
+def test_a_reasoning_models_thoughts_go_back_with_its_tool_calls(standin: StandIn, client: ProviderClient,
+                                                                 tmp_path: Path) -> None:
+    """A thinking model's tool call carries its reasoning, which the server wants back with the call in the next
+    request: Moonshot's and DeepSeek's thinking modes refuse the turn without `reasoning_content` ("thinking is enabled
+    but reasoning_content is missing in assistant tool call message at index 1", HTTP 400), and OpenRouter asks for
+    `reasoning_details` back (Gemini's thought signatures). Before, claw dropped them: every such tool loop was a
+    provider_error at its second turn, its first paid again by every build."""
+    details = [{"type": "reasoning.encrypted", "data": "c2lnbmF0dXJl", "id": "tool_1", "format": "google-gemini-v1"}]
+    call = {"id": "call_1", "type": "function", "function": {"name": "write_file",
+                                                             "arguments": '{"path": "a.txt", "content": "4"}'}}
+    thinking = _completion({"content": None, "tool_calls": [call], "reasoning_content": "I should write it.",
+                            "reasoning": "I should write it.", "reasoning_details": details}, "tool_calls",
+                           {"prompt_tokens": 12, "completion_tokens": 9, "total_tokens": 21})
+    standin.script("m1", thinking, text("Done: 4"))
+    spec = LlmProbeSpec(case_id="c", requested_model="m1", endpoint=Endpoint(standin.base_url, None),
+                        messages=[{"role": "user", "content": "Write 2 + 2 to a.txt."}], tools=["write_file"])
+    artifact = run_llm_probe(spec, client, tmp_path)
+    assert artifact.status == "success", artifact.error
+    sent = [m for m in standin.requests[1]["body"]["messages"] if m["role"] == "assistant"]
+    assert sent == [{"role": "assistant", "tool_calls": [call], "reasoning_content": "I should write it.",
+                     "reasoning": "I should write it.", "reasoning_details": details}], sent
