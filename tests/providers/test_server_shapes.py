@@ -225,3 +225,16 @@ def test_a_reasoning_models_thoughts_go_back_with_its_tool_calls(standin: StandI
     sent = [m for m in standin.requests[1]["body"]["messages"] if m["role"] == "assistant"]
     assert sent == [{"role": "assistant", "tool_calls": [call], "reasoning_content": "I should write it.",
                      "reasoning": "I should write it.", "reasoning_details": details}], sent
+
+
+def test_litellms_cost_header_is_not_a_cost(standin: StandIn, client: ProviderClient, tmp_path: Path) -> None:
+    """LiteLLM's proxy prices a call itself and says it in `x-litellm-response-cost`, 0.0 for a model it cannot price
+    (a local one; a custom price it did not apply: LiteLLM issues 10155, 13790). Read, that would be a known 0 for a
+    cost nobody knows: the header is not read, the run's cost is the usage's (none here: unknown unless priced). A
+    guard for that decision (passes on main too)."""
+    usage = {"prompt_tokens": 12, "completion_tokens": 1, "total_tokens": 13}
+    for said in ("0.0", "0.00042"):
+        standin.reset()
+        reply = {**_completion({"content": "4"}, "stop", usage), "headers": {"x-litellm-response-cost": said}}
+        artifact = _run(standin, client, tmp_path, reply)
+        assert artifact.status == "success" and artifact.to_json()["usage"]["cost_usd"] is None
