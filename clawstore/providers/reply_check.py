@@ -1,11 +1,11 @@
 """A provider reply's numbers and content are input: check them before anything uses them.
 
 A reply whose answer is a number is malformed: the call fails as `invalid_response` naming the field, so the run
-ends `provider_error` (not cached, retried by the next build); so does `content: null` with no tool call, reasoning
-or refusal beside it. A reply whose usage says `completion_tokens: 1e30`, `cost: "NaN"` or `cost: -1e9` keeps its
-answer (failing it, every build would send it and pay for it again), but none of its usage numbers is believed: its
-tokens and cost are unknown (`Usage.not_believed`, the reason kept as `usage_rejected`) instead of numbers that poison
-sums and the query manifest.
+ends `provider_error` (not cached, retried by the next build); so does `content: null` that nothing explains (no tool
+call, reasoning or refusal beside it, no finish_reason `length` or `content_filter`). A reply whose usage says
+`completion_tokens: 1e30`, `cost: "NaN"` or `cost: -1e9` keeps its answer (failing it, every build would send it and
+pay for it again), but none of its usage numbers is believed: its tokens and cost are unknown (`Usage.not_believed`,
+the reason kept as `usage_rejected`) instead of numbers that poison sums and the query manifest.
 """
 
 from __future__ import annotations
