@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from clawstore.host.durable import OUTSIDE_SUFFIX, process_alive, temp_owner
 from clawstore.host.scratch import remove_tree
+from clawstore.store.buildlogs import remove_orphan_journals
 from clawstore.store.core.layout import INCOMING
 from clawstore.store.core.locks import remove_stale_leases
 
@@ -125,7 +126,10 @@ def _remove(found: Iterator[tuple[Path, int]]) -> tuple[int, int]:
     return files, size_sum
 
 
-def remove_leftovers(store: Store) -> tuple[int, int]:
-    """Delete dead writers' temp files and stale leases; returns (temp files, leases) removed."""
+def remove_leftovers(store: Store) -> tuple[int, int, int]:
+    """Delete dead writers' temp files, the journals builds killed before their first log left (nothing paid:
+    store/buildlogs.py `orphan_journals`) and stale leases (last: a dead build's lease says it is dead); returns
+    (temp files, journals, leases) removed."""
     files, _ = remove_stale_temp_files(store)
-    return files, remove_stale_leases(store.root)
+    journals = remove_orphan_journals(store)
+    return files, journals, remove_stale_leases(store.root)
