@@ -143,44 +143,6 @@ def _journal_lines(path: Path) -> Iterable[bytes]:
         raise StoreError(f"{path}: unreadable build log journal ({exc.strerror or exc})") from None
 
 
-def orphan_journals(store: StoreReader) -> list[Path]:
-    """Journals without their log, of builds no live process holds: what a build killed between its first write's
-    journal and that write's log leaves (builder/buildlog.py `write`; it comes before the build's first request, so
-    nothing was paid). Listed before the leases are read: a build takes its lease before it makes its journal. A
-    journal that names a node not reused (its log quarantined by `claw fsck --repair`, say) is none of them."""
-    directory = builds_dir(store.root)
-    found = sorted(directory.glob("*.jsonl")) if directory.is_dir() else []
-    if not found:
-        return []
-    live = live_builds(store)
-    return [journal for journal in found
-            if journal.stem not in live and not journal.with_suffix(".json").exists() and _reused_alone(journal)]
-
-
-def _reused_alone(journal: Path) -> bool:
-    """Every node of `journal` reused (none paid for by its build); False when it cannot be read."""
-    try:
-        for line in _journal_lines(journal):
-            entry = json.loads(line)
-            if not isinstance(entry, dict) or entry.get("action") != "reuse":
-                return False
-    except (StoreError, ValueError):
-        return False
-    return True
-
-
-def remove_orphan_journals(store: StoreReader) -> int:
-    """Delete the journals `orphan_journals` names; how many."""
-    removed = 0
-    for journal in orphan_journals(store):
-        with contextlib.suppress(FileNotFoundError):
-            journal.unlink()
-            removed += 1
-    if removed:
-        fsync_path(builds_dir(store.root))
-    return removed
-
-
 def read_journal(path: Path) -> list[Any]:
     """The nodes of a journal, in order, each fix applied (its node failed: no record)."""
     nodes: list[Any] = []
