@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from clawstore.cli.build_view import note, print_built, print_plan
+from clawstore.cli.build_view import killed_in, note, print_built, print_plan
 from clawstore.cli.common import OUTPUT, campaign_options, campaign_project
 
 
@@ -56,11 +56,14 @@ def build(suite: str, run_profile: str, evaluation_profile: str | None, cases: t
     project = campaign_project(suite, run_profile, evaluation_profile, cases, models, store_dir, reads_only=dry_run)
     if dry_run:
         planned = project.dry_run(force, output != "json", remote)  # (the JSON plan lists every node)
+        killed, killed_note = killed_in(store_dir, planned.campaign_id)  # (as the build would name them at its end)
         if not isinstance(planned, Inspection):
             click.echo(f"0 node(s) would execute (nothing), {planned.nodes} fresh ({planned.campaign_id})")
+            note(killed_note)
             return
-        print_plan(planned.campaign_id, planned.states, planned.nodes, output, force)
+        print_plan(planned.campaign_id, planned.states, planned.nodes, output, force, killed)
         note(planned.never_built)
+        note(killed_note)
         return
     settings = BuildSettings(force=force, max_concurrency=max_concurrency, fixed_concurrency=fixed_concurrency,
                              max_cost=max_cost, executor=executor, ray_address=ray_address, remote=remote, batch=batch,

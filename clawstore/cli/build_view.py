@@ -7,6 +7,7 @@ import json
 import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -35,6 +36,25 @@ def note(message: str | None) -> None:
         click.echo(f"claw: note: {message}", err=True)
 
 
+def killed_in(store_dir: Path | None, campaign_id: str) -> tuple[list[dict[str, Any]], str | None]:
+    """The campaign's builds killed and not told of yet (spend/killed.py), as `claw status` and `claw build --dry-run`
+    show them: `--output json`'s `killed_builds` and the note naming them (None: none). From the store alone, opened
+    only when a build left a journal in it (else none was killed); no store: nothing was built, nor killed."""
+    from clawstore.cli.common import existing_store_root, open_existing
+    from clawstore.errors import StoreError
+    from clawstore.spend.killed import journals, killed_builds, killed_notes
+
+    try:
+        root = existing_store_root(store_dir)
+        store = open_existing(root) if journals(root) else None
+    except StoreError:
+        return [], None
+    if store is None:
+        return [], None
+    killed = killed_builds(store, campaign_id)
+    return [k.to_json() for k in killed], "; ".join(killed_notes(store, killed)) or None
+
+
 def pending_note(store: Store, campaign_id: str) -> str | None:
     """What a report or page of `campaign_id` leaves out: requests submitted in provider batches and not yet collected
     (paid for once their batch ends, held by no record yet), from the store alone; None when there is none."""
@@ -52,9 +72,11 @@ def layer_counts(kinds: Counter[str]) -> str:
     return ", ".join(f"{kinds[kind]} {name}" for kind, name in LAYERS.items() if kinds[kind]) or "nothing"
 
 
-def print_plan(cid: str, states: Iterable[NodeState], nodes: int, output: str, force: bool) -> None:
+def print_plan(cid: str, states: Iterable[NodeState], nodes: int, output: str, force: bool,
+               killed: list[dict[str, Any]]) -> None:
     """`build --dry-run`: each node that would execute and why (`states` in one pass: every node for the JSON, at
-    least those that would execute for the text; `nodes`: how many the campaign has)."""
+    least those that would execute for the text; `nodes`: how many the campaign has; `killed`: the JSON's
+    `killed_builds`, `killed_in`)."""
     def executes(s: NodeState) -> bool:
         return s.state != "fresh" or force
 
@@ -66,7 +88,7 @@ def print_plan(cid: str, states: Iterable[NodeState], nodes: int, output: str, f
                 yield json.dumps({**s.node.address, "kind": s.node.kind, "key": s.node.key, "state": s.state,
                                   "executes": executes(s), "reasons": s.reasons}, sort_keys=True)
 
-        write_json({"campaign": cid}, {"nodes": listed(), "would_execute": lambda: {
+        write_json({"campaign": cid, "killed_builds": killed}, {"nodes": listed(), "would_execute": lambda: {
             name: will_run[kind] for kind, name in LAYERS.items()}})
         return
     def lines() -> Iterator[str]:

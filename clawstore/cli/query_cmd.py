@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from clawstore.cli.common import existing_store_root, open_existing, refuse_read_only, store_option
+from clawstore.cli.common import existing_store_root, open_existing, store_option
 from clawstore.errors import UsageError, one_line, utf8_argument
 from clawstore.host.durable import atomic_file, output_problem
+from clawstore.project.places import is_read_only
 
 if TYPE_CHECKING:
     from clawstore.query.engine import QueryRows
@@ -62,9 +64,9 @@ def query_command(sql_or_name: str | None, fmt: str, out: Path | None, params: t
     judgement_history, result_history, build_nodes (every build), builds, objects. See docs/query.md.
     """
     from clawstore.builder.cyclic_gc import collector_paused
-    from clawstore.query.engine import export_parquet, reads_history, stream_query
-    from clawstore.query.manifest import index_current, index_pending
-    from clawstore.query.saved import is_packaged, resolve_sql
+    from clawstore.query.engine import reads_history
+    from clawstore.query.manifest import index_current, index_pending, temporary_manifest
+    from clawstore.query.saved import resolve_sql
 
     if schema:
         _print_schema(fmt)
@@ -81,16 +83,34 @@ def query_command(sql_or_name: str | None, fmt: str, out: Path | None, params: t
             raise UsageError(problem)
     root = existing_store_root(store_dir)
     sql, saved_in = resolve_sql(utf8_argument(sql_or_name, "SQL"), Path.cwd())  # (DuckDB: UTF-8 only)
-    # The campaigns' current heads are brought up to date; the builds finished since the last query join
-    # the manifest only for SQL that reads their history (a damaged build log is then named and skipped).
-    index = index_pending if reads_history(sql) else index_current
-    with collector_paused():  # (indexing makes acyclic rows: the collector's passes over them were a twelfth of it)
-        try:
-            index(open_existing(root), warn=lambda line: click.echo(f"claw: warning: {line}", err=True))
-        except OSError:  # (a store it may not write: said so, rather than the file it failed on)
-            refuse_read_only(root, "query brings its manifest (manifest/) up to date first, and it is behind the "
-                                   "store's builds (claw report reads the records instead)")
-            raise
+    with contextlib.ExitStack() as elsewhere:
+        # The campaigns' current heads are brought up to date; the builds finished since the last query join
+        # the manifest only for SQL that reads their history (a damaged build log is then named and skipped).
+        index = index_pending if reads_history(sql) else index_current
+        with collector_paused():  # (indexing makes acyclic rows: the collector's passes over them were a twelfth)
+            try:
+                index(open_existing(root), warn=_warn)
+            except OSError:  # (a store it may not write, its manifest behind: a temporary one, outside it)
+                if not is_read_only(root):
+                    raise
+                place = elsewhere.enter_context(temporary_manifest(root))
+                click.echo(f"claw: note: store {root} is read-only and its query manifest is behind its builds: "
+                           f"answered from a temporary manifest made from its records in {place.parent} (removed "
+                           "after; a query of a large store takes as long as its first one)", err=True)
+                index(open_existing(root), warn=_warn)
+        _query(root, sql, saved_in, export, fmt, out, params)
+
+
+def _warn(line: str) -> None:
+    click.echo(f"claw: warning: {line}", err=True)
+
+
+def _query(root: Path, sql: str, saved_in: Path | None, export: str | None, fmt: str, out: Path | None,
+           params: tuple[str, ...]) -> None:
+    """The query itself, its manifest up to date."""
+    from clawstore.query.engine import export_parquet, stream_query
+    from clawstore.query.saved import is_packaged
+
     _note_untrusted(root)
     confined = saved_in is not None and not is_packaged(saved_in)
     try:

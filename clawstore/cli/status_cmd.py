@@ -7,19 +7,15 @@ from pathlib import Path
 
 import click
 
-from clawstore.cli.build_view import note
+from clawstore.cli.build_view import killed_in, note
 from clawstore.cli.common import (
     OUTPUT,
     campaign_options,
     campaign_project,
-    existing_store_root,
     format_table,
-    open_existing,
 )
-from clawstore.errors import StoreError
 from clawstore.report.terminal import print_tables, stdout_is_terminal
 from clawstore.report.terminal import table as rich_table
-from clawstore.spend.killed import journals, killed_builds, killed_notes
 
 COLUMNS = ["fresh", "stale", "failed", "never-built"]
 
@@ -34,15 +30,10 @@ def status(suite: str, run_profile: str, evaluation_profile: str | None, cases: 
     found = project.status()
     cid, per_model = found.campaign_id, found.per_model
     note(found.never_built)
-    try:  # (the store alone: `project.store` would load the campaign the stamp just answered for, 2 s at 50,000 runs;
-        # and only when a build left a journal: else none was killed, and the Store's import was ~15 ms of the start)
-        root = existing_store_root(store_dir)
-        store = open_existing(root) if journals(root) else None
-    except StoreError:  # (no store: nothing was built, nor killed)
-        store = None
-    killed = killed_builds(store, cid) if store is not None else []
-    if store is not None:
-        note("; ".join(killed_notes(store, killed)) or None)
+    # (the store alone: `project.store` would load the campaign the stamp just answered for, 2 s at 50,000 runs;
+    # and only when a build left a journal: else none was killed, and the Store's import was ~15 ms of the start)
+    killed, killed_note = killed_in(store_dir, cid)
+    note(killed_note)
     if found.pending:
         click.echo(f"claw: note: {found.pending} request(s) pending in provider batches "
                    f"({found.recorded} recorded now); see `claw batch status`", err=True)
@@ -50,7 +41,7 @@ def status(suite: str, run_profile: str, evaluation_profile: str | None, cases: 
         models_json = {m: {c: kinds["run"][c] for c in COLUMNS} | {
             "layers": {k: {c: n[c] for c in COLUMNS} for k, n in kinds.items()}} for m, kinds in per_model.items()}
         click.echo(json.dumps({"campaign": cid, "models": models_json,
-                               "killed_builds": [k.to_json() for k in killed]}, sort_keys=True))
+                               "killed_builds": killed}, sort_keys=True))
         return
     rows = [[m, k, *(str(n[c]) for c in COLUMNS)] for m, kinds in per_model.items() for k, n in kinds.items()]
     headers = ["MODEL", "NODE", "FRESH", "STALE", "FAILED", "NEVER_BUILT"]

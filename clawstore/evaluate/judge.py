@@ -15,7 +15,7 @@ from clawstore.evaluate.judge_contract import JudgeContractError, JudgeScores, p
 from clawstore.evaluate.redact import holds_no_secret, redact_text, redact_value
 from clawstore.evaluate.specs import plain
 from clawstore.values.canonical import field_values
-from clawstore.values.costs import UNKNOWN
+from clawstore.values.costs import UNKNOWN, KnownPart
 from clawstore.values.counts import counted
 from clawstore.values.judge_options import RESERVED_REQUEST_KEYS, judge_request_options
 
@@ -167,30 +167,6 @@ def _add_usage(total: dict[str, Any], usage: Mapping[str, Any]) -> None:
         total["cost_source"] = "priced"
 
 
-def _add_known(known: dict[str, Any], answer: Mapping[str, Any] | None) -> None:
-    """Add an answer's own usage, when believed, to what the repetition spent at least."""
-    if answer is None or answer.get("usage_rejected") or answer.get("tokens_unknown") or answer.get(
-            "cost_source") == UNKNOWN:
-        return
-    for name in ("input_tokens", "output_tokens"):
-        known[f"{name}_known"] += int(answer.get(name) or 0)
-    cost = answer.get("cost_usd")
-    if isinstance(cost, int | float) and not isinstance(cost, bool):
-        known["cost_known_usd"] = (known["cost_known_usd"] or 0.0) + float(cost)
-
-
-def _keep_known(usage: dict[str, Any], known: dict[str, Any]) -> None:
-    """A repetition whose cost is not known (an attempt never read whole, a usage not believed, tokens counted and no
-    cost) keeps what its believed answers spent (store/documents.py KNOWN_PART; builder/eval_layer.py prices their
-    tokens when they reported no cost): docs/building.md, "An unknown cost with a known part"."""
-    if usage.get("cost_usd") is not None or usage.get("nothing_sent"):
-        return
-    if known["cost_known_usd"] is not None:
-        usage["cost_known_usd"] = known["cost_known_usd"]
-    if usage.get("usage_rejected") or usage.get("tokens_unknown"):
-        usage.update(input_tokens_known=known["input_tokens_known"], output_tokens_known=known["output_tokens_known"])
-
-
 def _message_text(result: Any) -> str:
     message = getattr(result, "message", None)
     if message is None and isinstance(result, Mapping):
@@ -226,7 +202,7 @@ def run_judge_iteration(
     attempts = max(int(attempts), 1)
     usage: dict[str, Any] = {name: 0 for name in TOKEN_FIELDS}
     usage["cost_usd"] = None
-    known: dict[str, Any] = {"cost_known_usd": None, "input_tokens_known": 0, "output_tokens_known": 0}
+    known = KnownPart()  # what its believed answers spent: a repetition whose cost is not known keeps it
     log: list[dict[str, Any]] = []
     warnings: list[str] = []
     status, scores = "invalid", None
@@ -250,8 +226,9 @@ def run_judge_iteration(
         raw_usage = getattr(result, "raw_usage", None)
         if hasattr(reply_usage, "as_reported"):  # a provider's reply (ChatResult): without token counts, unknown
             # its answer's own usage (its `usage` holds its client's failed attempts' too): what it spent at least
-            _add_known(known, _usage_dict(type(reply_usage).from_raw(raw_usage).as_reported(raw_usage))
-                       if raw_usage is not None else None)
+            own_usage = getattr(result, "own_usage", None)
+            if own_usage is not None:
+                known.add(_usage_dict(own_usage.as_reported(raw_usage)))
             reply_usage = reply_usage.as_reported(raw_usage)  # (not 0: providers/usage.py)
         entry_usage = _usage_dict(reply_usage)
         _add_usage(usage, entry_usage)
@@ -277,7 +254,8 @@ def run_judge_iteration(
     if all((entry.get("usage") or {}).get("nothing_sent") is True for entry in log):
         usage["nothing_sent"] = True  # no request of it left (an answer, even one refused, has no such usage): 0
     usage.pop(UNCOSTED, None)
-    _keep_known(usage, known)
+    # (builder/eval_layer.py prices its tokens when its answers reported no cost)
+    usage.update(known.of(usage, none_believed=True))
     iteration = JudgeIteration(
         status=status,
         scores=scores if status == "success" else None,

@@ -34,7 +34,8 @@ def remove_tree(path: Path | str) -> None:
 # (sweep_dead_scratch). Its owner holds an flock on OWNER_FILE in it from before that file has its name until the
 # directory is gone: a directory whose OWNER_FILE nobody holds is a dead process's. Details: docs/runners.md.
 OWNER_FILE = ".claw-owner"
-SWEPT_PREFIXES = ("claw-run-", "claw-transcript-", "claw-agent-ws-", "claw-configs-", "claw-ray-openclaw-")
+SWEPT_PREFIXES = ("claw-run-", "claw-transcript-", "claw-agent-ws-", "claw-configs-", "claw-ray-openclaw-",
+                  "claw-query-")
 # One without an OWNER_FILE was made by a claw before session 62 (or is being made this instant): its owner cannot be
 # asked, so it is removed only when older than any run (claw-oc-cid-: the engine's id files before session 62).
 UNOWNED_AGE_S = 24 * 3600

@@ -93,9 +93,14 @@ def require_built(store: Store, campaign_id: str, kept_apart_ok: bool = False) -
     raise UsageError(message)
 
 
+def is_read_only(root: Path) -> bool:
+    """Whether the store at `root` cannot be written (a shared store mounted read-only, or another user's)."""
+    return os.path.isdir(root / "tmp") and not os.access(root / "tmp", os.W_OK)
+
+
 def refuse_read_only(root: Path, needs: str) -> None:
     """StoreError (exit 3) when the store at `root` cannot be written (a shared store mounted read-only, or another
     user's) by a command that must write it: `needs` says what it writes (`push keeps what it pushed under remotes/`).
     Before session 73 each named the first file it failed to write (`tmp/….json: Read-only file system`)."""
-    if os.path.isdir(root / "tmp") and not os.access(root / "tmp", os.W_OK):
+    if is_read_only(root):
         raise StoreError(f"store {root} is read-only: {needs}")

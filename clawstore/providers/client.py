@@ -86,8 +86,9 @@ class ChatResult:
     """A successful chat completion.
 
     `usage` sums every attempt of this call (failed attempts that reported usage included);
-    `raw_usage` is the successful response's own `usage` object; `attempt_log` lists the failed
-    attempts before it (code, status, wait) for the run's trace.
+    `raw_usage` is the successful response's own `usage` object, and `own_usage` that object read (once, here: the
+    runner and the judge add it to what their answers spent, runners/llm_probe.py, evaluate/judge.py; None when
+    `raw_usage` is); `attempt_log` lists the failed attempts before it (code, status, wait) for the run's trace.
     """
 
     message: dict[str, Any]
@@ -97,6 +98,7 @@ class ChatResult:
     attempt_log: list[dict[str, Any]] = field(default_factory=list)
     raw_usage: dict[str, Any] | None = None
     latency_s: float = 0.0
+    own_usage: Usage | None = None
 
 
 class _ReplyCookies(httpx.Cookies):
@@ -276,6 +278,7 @@ class ProviderClient:
                     attempt_log=attempt_log,
                     raw_usage=result.raw_usage,
                     latency_s=time.monotonic() - started,
+                    own_usage=result.own_usage,
                 )
             failure = outcome[0]
             entry: dict[str, Any] = {"attempt": attempt + 1, "code": failure.code,
@@ -633,6 +636,6 @@ def _interpret(response: _Reply, api_key: str | None) -> tuple[ChatResult | _Fai
     }
     raw_usage = data.get("usage") if isinstance(data.get("usage"), dict) and not bad_usage else None
     result = ChatResult(message=choice["message"], usage=usage, provider_meta=provider_meta, attempts=1,
-                        raw_usage=raw_usage)
+                        raw_usage=raw_usage, own_usage=usage if raw_usage is not None else None)
     return result, usage
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import os
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -38,8 +39,32 @@ if TYPE_CHECKING:
     from clawstore.store.face import StoreReader
 
 
+# Stores whose manifest is elsewhere meanwhile (by real path): `temporary_manifest`.
+_ELSEWHERE: dict[str, Path] = {}
+
+
 def manifest_dir(store_root: Path) -> Path:
+    if _ELSEWHERE:
+        place = _ELSEWHERE.get(os.path.realpath(store_root))
+        if place is not None:
+            return place
     return StoreLayout(store_root).manifest
+
+
+@contextlib.contextmanager
+def temporary_manifest(store_root: Path) -> Iterator[Path]:
+    """The manifest of the store at `store_root` made afresh in a directory of its own in the system's temp directory
+    meanwhile (what `manifest_dir` names), removed after: `claw query` of a store it cannot write, whose manifest is
+    behind its builds. A SIGKILLed query's is removed by the next build or gc (host/scratch.py)."""
+    from clawstore.host.scratch import scratch_dir
+
+    key = os.path.realpath(store_root)
+    with scratch_dir("claw-query-") as place:
+        _ELSEWHERE[key] = Path(place) / "manifest"
+        try:
+            yield _ELSEWHERE[key]
+        finally:
+            del _ELSEWHERE[key]
 
 
 def check_duckdb_can_open(manifest: Path) -> None:

@@ -25,7 +25,7 @@ from clawstore.runners.sandbox import WORKDIR, Sandbox
 from clawstore.runners.tools import ToolBox, ToolOutcome, enabled_tools
 from clawstore.values import jsontext
 from clawstore.values.canonical import field_values
-from clawstore.values.costs import UNKNOWN
+from clawstore.values.costs import KnownPart
 
 RUNNER_TYPE = "llm_probe"
 DEFAULT_TIMEOUT_S = 30.0
@@ -213,7 +213,7 @@ class _Run:
         self.sandbox_dir = sandbox_dir
         self.trace = Trace()
         self.usage = Usage.unsent()  # (no call made yet)
-        self.answered = Usage.unsent()  # its answers' usage, those believed: what it spent at least (known_part)
+        self.answered = KnownPart()  # its answers' usage, those believed: what it spent at least (known_part)
         self.raw_usage: list[dict[str, Any]] = []
         self.provider_meta: dict[str, Any] = {}
         self.attempts = 0
@@ -239,10 +239,8 @@ class _Run:
             self.usage = self.usage + Usage.not_believed(SENT_UNANSWERED)
             raise
         self.usage = self.usage + as_reported(result.usage, result.raw_usage)
-        if result.raw_usage is not None:  # (the answer's own usage: `result.usage` holds its failed attempts' too)
-            own = as_reported(Usage.from_raw(result.raw_usage), result.raw_usage)
-            if own.rejected is None and own.tokens_unknown is None and own.cost_source != UNKNOWN:
-                self.answered = self.answered + own
+        if result.own_usage is not None:  # (the answer's own usage: `result.usage` holds its failed attempts' too)
+            self.answered.add(as_reported(result.own_usage, result.raw_usage).to_json())
         self.attempts += result.attempts
         self._log_retries(result.attempt_log)
         if result.raw_usage is not None:
@@ -255,15 +253,7 @@ class _Run:
         and no cost) spent at least: its believed answers' cost when they reported one (else priced from their tokens,
         builder/run_exec.py), and their tokens when the run's are unknown. Empty when its cost is known, or none of its
         answers was believed. docs/building.md ("Costs")."""
-        usage, answered = self.usage, self.answered
-        if usage.nothing_sent or answered.nothing_sent or (usage.cost_usd is not None and usage.cost_source != UNKNOWN):
-            return {}
-        part: dict[str, Any] = {}
-        if answered.cost_usd is not None:
-            part["cost_known_usd"] = answered.cost_usd
-        if usage.rejected is not None or usage.tokens_unknown is not None or usage.cost_source == UNKNOWN:
-            part.update(input_tokens_known=answered.input_tokens, output_tokens_known=answered.output_tokens)
-        return part
+        return self.answered.of(self.usage.to_json())
 
     def _log_retries(self, entries: list[dict[str, Any]]) -> None:
         for entry in entries:

@@ -141,3 +141,44 @@ class CostSum:
         metrics["cost_priced"] = int(metrics.get("cost_priced") or 0) + self.priced
         metrics["cost_unknown"] = int(metrics.get("cost_unknown") or 0) + self.unknown
 
+
+
+class KnownPart:
+    """What a paid node whose cost is unknown spent at least (store/documents.py KNOWN_PART): its believed answers'
+    usage, summed as they come (an llm_probe run's turns, runners/llm_probe.py; a judge repetition's attempts,
+    evaluate/judge.py), then `of` the node's own summed usage. Each usage in the form artifacts store it
+    (providers/usage.py `Usage.to_json`). runners/pricing.py `with_known_part` prices its tokens when the answers
+    reported no cost; docs/building.md, "An unknown cost with a known part"."""
+
+    __slots__ = ("answers", "cost_usd", "input_tokens", "output_tokens")
+
+    def __init__(self) -> None:
+        self.answers = 0  # believed
+        self.cost_usd: float | None = None  # of those that reported one (one that reported none adds nothing)
+        self.input_tokens = 0
+        self.output_tokens = 0
+
+    def add(self, answer: Mapping[str, Any]) -> None:
+        """An answer's own usage (not its failed attempts'): counted when believed (its numbers not refused, its
+        tokens counted, its cost not unknown)."""
+        if answer.get("usage_rejected") or answer.get("tokens_unknown") or answer.get("cost_source") == UNKNOWN:
+            return
+        self.answers += 1
+        self.input_tokens += int(answer.get("input_tokens") or 0)
+        self.output_tokens += int(answer.get("output_tokens") or 0)
+        cost = answer.get("cost_usd")
+        if isinstance(cost, int | float) and not isinstance(cost, bool):
+            self.cost_usd = (self.cost_usd or 0.0) + float(cost)
+
+    def of(self, usage: Mapping[str, Any], none_believed: bool = False) -> dict[str, Any]:
+        """The known part of a node whose usage (all its attempts', summed) is `usage`: empty when its cost is known,
+        none of it left, or none of its answers was believed; else its answers' cost when they reported one, and
+        their tokens when the node's are unknown. `none_believed`: with no answer believed, its tokens still (0 each,
+        which every reader takes as no known part: a judge repetition's, as it always kept them)."""
+        if (self.answers == 0 and not none_believed) or usage.get("nothing_sent") or (
+                usage.get("cost_usd") is not None and usage.get("cost_source") != UNKNOWN):
+            return {}
+        part: dict[str, Any] = {} if self.cost_usd is None else {"cost_known_usd": self.cost_usd}
+        if usage.get("usage_rejected") or usage.get("tokens_unknown") or usage.get("cost_source") == UNKNOWN:
+            part.update(input_tokens_known=self.input_tokens, output_tokens_known=self.output_tokens)
+        return part

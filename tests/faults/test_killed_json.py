@@ -77,3 +77,19 @@ def test_a_killed_build_of_which_nothing_is_known_is_null_in_the_json_never_0(
         [killed] = _killed_json(ws, *command)
         assert killed == {"build_id": killed_id, "nodes": 0, "cost_usd": None, "known_cost_usd": None,
                           "cost_sources": {}}, (command, killed)
+
+
+def test_build_dry_run_names_a_killed_build_in_its_text_and_json_and_tells_nobody(
+        tmp_path: Path, standin: StandIn, env: dict[str, str]) -> None:  # noqa: F811
+    """`claw build --dry-run` says what a build would do: that money went to a build that never finished too, as
+    `status`, `report` and a real build say it (text: the note on stderr; JSON: `killed_builds`). Before session 74 it
+    said nothing of it. It tells no build of it (a dry run is no build that ended): `status` still names it."""
+    ws, killed_id = _built_then_killed(tmp_path, standin, text("four", latency=0.3), after_s=2.5)
+    text_run = run_here(ws.root, "build", "--dry-run", *CAMPAIGN)
+    assert text_run.code == 0 and "Traceback" not in text_run.stderr, text_run
+    assert f"build {killed_id} of this campaign was killed before it finished" in text_run.stderr, text_run
+    [killed] = _killed_json(ws, "build", "--dry-run")
+    assert killed["build_id"] == killed_id and killed["nodes"] >= 1, killed
+    assert killed["cost_usd"] is None and killed["known_cost_usd"] > 0, killed
+    [still] = _killed_json(ws, "status")
+    assert still == killed

@@ -465,3 +465,41 @@ def test_a_loop_refused_as_longer_than_the_context_is_the_models_outcome(standin
     else:
         assert artifact.status == "provider_error", artifact.error
         assert artifact.error.metadata["status_code"] == STATUS.get(name, 400)
+
+
+def test_a_tool_loop_whose_turn_reported_no_cost_keeps_the_other_turns_cost_as_its_known_part(
+        standin: StandIn, client: ProviderClient, endpoint: Endpoint, tmp_path: Path) -> None:
+    """A turn that counted tokens and reported no cost beside one that reported its cost: the run's cost is no
+    reported figure (priced, else unknown), `≥` the reported part (docs/building.md, "Costs"), as a judgement's
+    attempts keep theirs (evaluate/judge.py). Before session 74 the run's believed answers were summed as one usage,
+    whose cost that turn made None: its known part was dropped, the run read `?`."""
+    standin.script("m1", tool_call("write_file", {"path": "a.txt", "content": "x"}, usage={"cost": None}),
+                   text("done", usage={"cost": 0.000125}))
+    artifact = run_llm_probe(spec(endpoint, FILE_TOOLS), client, tmp_path)
+    assert artifact.status == "success", artifact.error
+    usage = artifact.to_json()["usage"]
+    assert usage["cost_usd"] is None and usage["cost_known_usd"] == 0.000125, usage
+    assert "input_tokens_known" not in usage  # (its tokens are known: they are the run's)
+
+
+def test_each_reply_s_usage_is_read_once(standin: StandIn, client: ProviderClient, endpoint: Endpoint,
+                                         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The client reads an answer's `usage` (ChatResult.own_usage); the runner and the judge take it from there. Before
+    session 74 each read it again from `raw_usage`: two parses a request."""
+    from clawstore.evaluate.judge import run_judge_iteration
+    from clawstore.providers.usage import Usage
+
+    read = Usage.from_raw.__func__  # type: ignore[attr-defined]
+    calls: list[object] = []
+
+    def counted(cls: type[Usage], raw: Any) -> Usage:
+        calls.append(raw)
+        return read(cls, raw)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(Usage, "from_raw", classmethod(counted))
+    standin.script("m1", tool_call("write_file", {"path": "a.txt", "content": "x"}), text("done"))
+    assert run_llm_probe(spec(endpoint, FILE_TOOLS), client, tmp_path).status == "success"
+    standin.script("j", text('{"overall_score": 7, "dimensions": {}, "rationale": "ok"}'))
+    run_judge_iteration(lambda body: client.chat(endpoint, body, timeout=10, retries=0),
+                        {"model": "j", "messages": [{"role": "user", "content": "judge"}]}, attempts=1)
+    assert len(standin.requests) == 3 and len(calls) == 3, calls

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,7 +37,6 @@ def test_fsck_of_a_read_only_store_checks_it(claw: Claw, read_only: Path) -> Non
     (("archive", "export", "--suite", "main", "--run-profile", "rp", "-o", "OUT"),
      "archive export stores the workspace's configs in it before it writes them out"),
     (("push", "REMOTE"), "push keeps what it pushed under remotes/"),
-    (("query", "select count(*) from runs"), "query brings its manifest (manifest/) up to date first"),
 ])
 def test_a_command_that_must_write_a_read_only_store_says_so(claw: Claw, read_only: Path,  # noqa: F811
                                                             tmp_path: Path, args: tuple[str, ...], what: str) -> None:
@@ -45,3 +45,24 @@ def test_a_command_that_must_write_a_read_only_store_says_so(claw: Claw, read_on
     assert (code, out) == (3, ""), (code, out, err)
     assert err.startswith(f"claw: error: store {read_only} is read-only: {what}") and err.count("\n") == 1, err
     assert not (tmp_path / "a.claw").exists() and not (tmp_path / "remote").exists()
+
+
+def test_query_of_a_read_only_store_answers_from_a_temporary_manifest(claw: Claw, read_only: Path,  # noqa: F811
+                                                                      tmp_path: Path, env: dict[str, str],  # noqa: F811
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its manifest behind its builds and its place in the store not writable: `claw query` indexes into a temporary
+    manifest outside the store, answers, and removes it (before session 74 it refused, exit 3). The store is left as
+    it was; the answer is the writable store's."""
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    sql = ("select (select count(*) from runs) as runs, (select count(*) from builds) as builds, "
+           "(select count(*) from run_history) as history")
+    code, out, err = claw("query", sql, "--format", "csv", "--store", str(read_only))
+    assert code == 0, (code, out, err)
+    assert f"store {read_only} is read-only" in err and "temporary manifest" in err, err
+    assert not (read_only / "manifest").exists() or not any((read_only / "manifest").iterdir())
+    assert list(temp.iterdir()) == []  # (removed once answered)
+    assert claw("query", sql, "--format", "csv", "--store", env["CLAW_STORE"])[1] == out  # (the store itself)
+    runs = int(out.splitlines()[1].split(",")[0])
+    assert runs > 0 and out.splitlines()[1].split(",")[1] == "1", out

@@ -1,20 +1,21 @@
-"""What killed writers leave behind (temp files, scratch directories, lease files of dead processes), told apart from a
-live writer's and removed. How they are recognised: docs/store.md (Temp files and leases of dead processes; Details by
-module)."""
+"""What killed writers leave behind (temp files, scratch directories, lease files of dead processes, the journal of a
+build killed before its first log), told apart from a live writer's and removed. How they are recognised:
+docs/store.md (Temp files and leases of dead processes; Details by module)."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from clawstore.host.durable import OUTSIDE_SUFFIX, process_alive, temp_owner
+from clawstore.host.durable import OUTSIDE_SUFFIX, fsync_path, process_alive, temp_owner
 from clawstore.host.scratch import remove_tree
-from clawstore.store.core.layout import INCOMING
-from clawstore.store.core.locks import remove_stale_leases
+from clawstore.store.core.layout import INCOMING, StoreLayout
+from clawstore.store.core.locks import list_leases, remove_stale_leases
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
@@ -125,7 +126,54 @@ def _remove(found: Iterator[tuple[Path, int]]) -> tuple[int, int]:
     return files, size_sum
 
 
-def remove_leftovers(store: Store) -> tuple[int, int]:
-    """Delete dead writers' temp files and stale leases; returns (temp files, leases) removed."""
+def orphan_journals(root: Path) -> list[Path]:
+    """Build log journals (`builds/<id>.jsonl`) without their log, of builds no live process holds: what a build killed
+    between its first write's journal and that write's log leaves (builder/buildlog.py `write`; it comes before the
+    build's first request, so nothing was paid). Listed before the leases are read: a build takes its lease before it
+    makes its journal. A journal that names a node not reused (its log quarantined by `claw fsck --repair`, say) is
+    none of them. (The store's build logs: store/buildlogs.py.)"""
+    directory = StoreLayout(root).builds
+    found = sorted(directory.glob("*.jsonl")) if directory.is_dir() else []
+    if not found:
+        return []
+    live = {lease.purpose.split(" ", 1)[1] for lease in list_leases(root)
+            if lease.alive and lease.purpose.startswith("build ")}  # (store/buildlogs.py live_builds)
+    return [journal for journal in found
+            if journal.stem not in live and not journal.with_suffix(".json").exists() and _reused_alone(journal)]
+
+
+def _reused_alone(journal: Path) -> bool:
+    """Every node of `journal` reused (none paid for by its build); False when it cannot be read. (A torn last line,
+    a killed writer's, is none.)"""
+    try:
+        with open(journal, "rb") as fh:
+            for line in fh:
+                if not line.endswith(b"\n"):
+                    break
+                entry = json.loads(line)
+                if not isinstance(entry, dict) or entry.get("action") != "reuse":
+                    return False
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def remove_orphan_journals(root: Path) -> int:
+    """Delete the journals `orphan_journals` names; how many."""
+    removed = 0
+    for journal in orphan_journals(root):
+        with contextlib.suppress(FileNotFoundError):
+            journal.unlink()
+            removed += 1
+    if removed:
+        fsync_path(StoreLayout(root).builds)
+    return removed
+
+
+def remove_leftovers(store: Store) -> tuple[int, int, int]:
+    """Delete dead writers' temp files, the journals builds killed before their first log left (nothing paid:
+    `orphan_journals`) and stale leases (last: a dead build's lease says it is dead); returns
+    (temp files, journals, leases) removed."""
     files, _ = remove_stale_temp_files(store)
-    return files, remove_stale_leases(store.root)
+    journals = remove_orphan_journals(store.root)
+    return files, journals, remove_stale_leases(store.root)

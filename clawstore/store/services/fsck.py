@@ -914,9 +914,12 @@ def _repair(store: Store, report: FsckReport) -> None:
     if report.bad_build_logs:
         fsync_path(quarantine)
     _repair_refs(store, report)
-    removed_files, removed_leases = remove_leftovers(store)
+    removed_files, removed_journals, removed_leases = remove_leftovers(store)
     if removed_files:
         report.repaired.append(f"removed {removed_files} stale temp file(s)")
+    if removed_journals:
+        report.repaired.append(f"removed {removed_journals} journal(s) of builds killed before their first log "
+                               "(nothing was paid)")
     if removed_leases:
         report.repaired.append(f"removed {removed_leases} stale lease(s)")
     report.did_repair = True
