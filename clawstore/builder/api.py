@@ -269,7 +269,7 @@ def _build_windowed(request: CampaignRequest, store: Store, options: BuildOption
         options.filter = {"cases": sorted(campaign.case_ids) if request.cases else [],
                           "models": sorted(campaign.model_ids) if request.models else []}
     return engine.run_build(campaign, store, options, windows=windows(), run_work=run_work, eval_layer=eval_layer,
-                            run_batches=batches)
+                            run_batches=batches, planned_from=head.head_id)
 
 
 def batches_in(store: Store) -> bool:
