@@ -23,8 +23,8 @@ PROC = Path(__file__).with_name("proc_push_held.py")
 def test_a_push_beside_a_push_of_the_same_state_succeeds(tmp_path: Path, provider: StandIn, remote_url: str,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """Before session 74 the second swap failed: `remote ref refs/campaigns/… was changed by another push: run claw
-    pull, then push again`, exit 1, though the remote's ref was this store's head (found by session 74's race
-    fuzzer: two pushes of one store, 2 of 4 tries)."""
+    pull, then push again`, exit 1, though the remote's ref was this store's head (session 74's races audit: two
+    pushes of one store at once after a build, 2 of 4 tries)."""
     monkeypatch.setenv("CLAW_STORE", str(tmp_path / "store"))
     ws = standard(tmp_path / "ws")
     assert run_here(ws.root, "build", *CAMPAIGN).code == 0
