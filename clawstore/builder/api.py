@@ -269,7 +269,7 @@ def _build_windowed(request: CampaignRequest, store: Store, options: BuildOption
         options.filter = {"cases": sorted(campaign.case_ids) if request.cases else [],
                           "models": sorted(campaign.model_ids) if request.models else []}
     return engine.run_build(campaign, store, options, windows=windows(), run_work=run_work, eval_layer=eval_layer,
-                            run_batches=batches)
+                            run_batches=batches, planned_from=head.head_id)
 
 
 def batches_in(store: Store) -> bool:
@@ -445,25 +445,29 @@ def inspect_windows(campaign: Campaign, store: Store, force: bool = False, runs:
     with collector_paused():
         with contextlib.suppress(OSError, StoreError):  # (a store this user cannot write is read as it is)
             store.adopt_orphans()
-        head = HeadByCases(store, head_ref(campaign.campaign_id), whole_head, lazy=True)  # (a record_doc when asked)
-        planner = _RunPlanner(campaign, store)
-        layer = None
-        if campaign.evaluation_profile is not None:
-            from clawstore.builder.eval_layer import EvalLayer
+        ref = head_ref(campaign.campaign_id)
+        # The head read under a lease naming it: a build beside moving the ref on, then a gc, would delete it mid-read
+        # (tests/gc/test_head_readers.py).
+        with store.reading_ref(ref) as head_id:
+            head = HeadByCases(store, ref, whole_head, lazy=True, head_id=head_id)  # (a record_doc when asked)
+            planner = _RunPlanner(campaign, store)
+            layer = None
+            if campaign.evaluation_profile is not None:
+                from clawstore.builder.eval_layer import EvalLayer
 
-            layer = EvalLayer(campaign, store)
-        for items in window_items(campaign, engine.WINDOW_RUNS if runs is None else runs, planner.repetitions):
-            cases = sorted({item.case_id for item in items})
-            previous = head.window(cases)
-            nodes = planner.plan(items)
-            attach_records(nodes, store, previous)
-            pending: dict[str, str] = {}
-            if layer is not None:
-                layer.add_head(previous, head.whole)
-                nodes += _eval_nodes(layer, nodes, pending, previous)
-                layer.forget_cases(cases)  # (no later window has them)
-            yield _states(nodes, pending, previous, store, force, reasoned)
-        head.finish()
+                layer = EvalLayer(campaign, store)
+            for items in window_items(campaign, engine.WINDOW_RUNS if runs is None else runs, planner.repetitions):
+                cases = sorted({item.case_id for item in items})
+                previous = head.window(cases)
+                nodes = planner.plan(items)
+                attach_records(nodes, store, previous)
+                pending: dict[str, str] = {}
+                if layer is not None:
+                    layer.add_head(previous, head.whole)
+                    nodes += _eval_nodes(layer, nodes, pending, previous)
+                    layer.forget_cases(cases)  # (no later window has them)
+                yield _states(nodes, pending, previous, store, force, reasoned)
+            head.finish()
 
 
 def unbuilt_keys(campaign: Campaign, store: Store, failed: bool = False) -> set[str]:

@@ -73,6 +73,13 @@ Placed = tuple[Place, dict[str, Any]]  # a head node and where it goes (headdoc.
 _ENTRY = msgspec.json.Decoder(tuple[Any, dict[str, Any]])  # a spilled node: [its journal line or null, the node]
 
 
+class HeadUnknown:
+    """The head a build planned from, not given (a BuildLog made outside a build)."""
+
+
+UNKNOWN_HEAD = HeadUnknown()
+
+
 def _count_unknown_tokens(metrics: dict[str, Any]) -> None:
     """One more paid node whose tokens are unknown: the build's token totals are what is known (`≥`), never 0s."""
     metrics[TOKENS_UNKNOWN] = int(metrics.get(TOKENS_UNKNOWN) or 0) + 1
@@ -90,8 +97,15 @@ class BuildLog:
     by part when the head advances: the log holds a bounded buffer, not the build (layout and why:
     docs/store.md, store/buildlogs.py; docs/building.md, Memory)."""
 
-    def __init__(self, store: Store, campaign: dict[str, Any], filter: dict[str, list[str]] | None = None):
+    def __init__(self, store: Store, campaign: dict[str, Any], filter: dict[str, list[str]] | None = None,
+                 planned_from: str | None | HeadUnknown = UNKNOWN_HEAD):
+        """`planned_from`: the head this build planned from (None: the campaign had none). Advancing, an address the
+        build does not plan is dropped only if that head held it: one another build put into the head meanwhile is
+        kept (a case added to the configs and built while this build, planned before, still ran). Not given: every
+        address not planned is dropped."""
         self.store = store
+        self._planned_from = planned_from
+        self._dropped: frozenset[str] | None = None  # what planned_from holds and the build does not plan
         self.build_id = new_build_id()
         self.doc = BuildLogDoc(build_id=self.build_id, started_at=utc_now(), campaign=campaign, filter=filter,
                                format=JOURNALED_FORMAT)
@@ -280,10 +294,11 @@ class BuildLog:
             return self.doc.head
         for _ in range(20):
             previous_id = self.store.get_ref(ref)
+            kept = self._kept(planned, previous_id)
             try:
-                head_id = self._advance(previous_id, planned, in_memory=False)
+                head_id = self._advance(previous_id, kept, in_memory=False)
             except _OutOfOrder:  # a head not in place order (not written by write_head): its nodes sorted here
-                head_id = self._advance(previous_id, planned, in_memory=True)
+                head_id = self._advance(previous_id, kept, in_memory=True)
             if head_id == previous_id:
                 self.doc.head, self.doc.head_written = previous_id, False
                 return previous_id
@@ -294,6 +309,19 @@ class BuildLog:
             except RefConflict:  # another build advanced the head meanwhile: merge again
                 continue
         raise StoreError(f"could not update ref {ref}: too many concurrent updates")
+
+    def _kept(self, planned: Container[str] | None, previous_id: str | None) -> Container[str] | None:
+        """The addresses the merged head keeps: `planned`, and, when another build moved the head since this one
+        planned, also every address the head it planned from did not hold (this build never saw it: its config may
+        have gained it since, session 74's race fuzzer)."""
+        if planned is None or isinstance(self._planned_from, HeadUnknown) or previous_id == self._planned_from:
+            return planned
+        if self._dropped is None:
+            start = self._planned_from
+            nodes = iter_nodes(self.store.get_json(start), self.store.get_json) if start is not None else ()
+            self._dropped = frozenset(at for at in (address_id(n["kind"], n["address"]) for n in nodes)
+                                      if at not in planned)
+        return _NotIn(self._dropped)
 
     def _advance(self, previous_id: str | None, planned: Container[str] | None, in_memory: bool) -> str:
         """The head merging this build's nodes into head `previous_id`: `previous_id` itself when that changes
@@ -364,6 +392,16 @@ class BuildLog:
         for name in ("head", "head_written", "format", "nodes"):
             log.pop(name)
         return log
+
+
+class _NotIn:
+    """Every address but those in `dropped` (`in` is all advancing the head asks)."""
+
+    def __init__(self, dropped: frozenset[str]):
+        self.dropped = dropped
+
+    def __contains__(self, address: object) -> bool:
+        return address not in self.dropped
 
 
 def _without_evaluations_of_replaced_runs(places: list[tuple[Place, dict[str, Any], dict[str, Any], bool]]

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from clawstore.builder.buildlog import BuildLog
+from clawstore.builder.buildlog import UNKNOWN_HEAD, BuildLog, HeadUnknown
 from clawstore.builder.execute import Stop, execute_nodes, partition
 from clawstore.builder.lanes import Lane, Lanes
 from clawstore.builder.legacy_keys import record_under_key_now
@@ -136,12 +136,14 @@ RunWindows = Iterable[list[Node]]  # the campaign's run nodes a window at a time
 
 def run_build(campaign: Campaign, store: Store, options: BuildOptions, *, windows: RunWindows,
               run_work: Callable[[Node, str], Stored], eval_layer: EvalLayer | None = None,
-              run_batches: Callable[[BuildSession, list[Node]], set[int]] | None = None) -> BuildReport:
+              run_batches: Callable[[BuildSession, list[Node]], set[int]] | None = None,
+              planned_from: str | None | HeadUnknown = UNKNOWN_HEAD) -> BuildReport:
     """The whole build, a window of runs at a time: reuse fresh runs, execute stale ones, evaluate them; a window's runs
     execute beside the judgements of the window before (docs/building.md, How a build proceeds).
 
     `windows` yields run nodes with their cached records attached (`attach_records`). `run_batches(session,
-    stale)`: the runs that went by provider batch (builder/run_batch.py), not run here."""
+    stale)`: the runs that went by provider batch (builder/run_batch.py), not run here. `planned_from`: the campaign
+    head `windows` planned from (BuildLog: what the head advance may drop)."""
     eval_id = campaign.evaluation_profile.evaluation_profile_id if campaign.evaluation_profile else None
     cid = campaign.campaign_id
     report = BuildReport(campaign_id=cid, build_id=None)
@@ -155,7 +157,7 @@ def run_build(campaign: Campaign, store: Store, options: BuildOptions, *, window
     concurrency = options.max_concurrency or policy.max_concurrency
     log = BuildLog(store, {"id": cid, "suite_id": campaign.suite.suite_id,
                            "run_profile_id": campaign.run_profile.run_profile_id,
-                           "evaluation_profile_id": eval_id}, filter=options.filter)
+                           "evaluation_profile_id": eval_id}, filter=options.filter, planned_from=planned_from)
     report.build_id, report.campaign = log.build_id, log.doc.campaign
     progress = open_progress(options.progress, planned_cost_usd=options.planned_cost_usd)
     session = BuildSession(

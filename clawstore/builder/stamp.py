@@ -41,6 +41,9 @@ class Recorder:
     root: str
     skip: str
     paths: set[str] = field(default_factory=set)
+    # Each path's stat data when it was first opened or listed: a file changed after (an edit while the build runs)
+    # is not the one the build read, and `write` leaves no stamp (session 74's races audit).
+    first: dict[str, list[int] | None] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._inside_skip = self.skip + os.sep
@@ -52,6 +55,8 @@ class Recorder:
             return  # a store file by its absolute, normal path: most of a build's events, skipped without abspath
         path = os.path.abspath(os.fsdecode(raw))
         if path.startswith(self.root + os.sep) and not (path == self.skip or path.startswith(self.skip + os.sep)):
+            if path not in self.paths:
+                self.first[path] = _stat(path)
             self.paths.add(path)
 
 
@@ -190,7 +195,8 @@ def write(store_root: Path, digest: str, recorder: Recorder, campaign: dict[str,
           counts: dict[str, int], layers: Layers, cases: dict[str, Any] | None = None) -> bool:
     """Write the stamp of a build that left its campaign complete (`campaign`: its build log's, given by the build
     rather than read back from a log of every node; `cases`: builder/casestamp.py `cases_of`). False (nothing
-    written) when a file it read changed too recently to be trusted by its stat data, or the store has no head."""
+    written) when a file it read changed too recently to be trusted by its stat data, or since it read it (an edit
+    while it ran: the stamp would vouch for what it never planned), or the store has no head."""
     from clawstore.store.documents import Stamp
 
     if not campaign:
@@ -205,6 +211,8 @@ def write(store_root: Path, digest: str, recorder: Recorder, campaign: dict[str,
         stat = _stat(path)
         if stat is not None and now - max(stat[1], stat[2]) < RACY_NS:
             return False  # racy: a change within the mtime granularity could go unseen
+        if path in recorder.first and recorder.first[path] != stat:
+            return False  # changed since the build read it
         reads[path] = stat
     from clawstore.host.durable import write_file_atomic
     from clawstore.store.core.layout import StoreLayout

@@ -69,9 +69,11 @@ def _report(drawer: ChartBeside | None, suite: str, run_profile: str, evaluation
     note(pending_note(store, ids.campaign_id))  # (what its figures leave out: never read as 0 spent on them)
     # The report's rows and their parts are acyclic: the collector's passes over them (50,000 rows at 10,000 x 5)
     # cost a fifth of building them.
-    with collector_paused():
+    # The head read under a lease naming it: a build beside moving the ref on, then a gc, would delete it mid-read
+    # (tests/gc/test_head_readers.py).
+    with collector_paused(), store.reading_ref(f"campaigns/{ids.campaign_id}") as head_id:
         report = build_report(store, ids.campaign_id, cases, models, manifest=_indexed(store, root, ids.campaign_id),
-                              sink=JsonRows if output == "json" else None)  # (the JSON's rows spilled, not held)
+                              sink=JsonRows if output == "json" else None, read=head_id)  # (JSON rows spilled)
         report.killed_builds = [k.to_json() for k in killed]
         _check_filters(ids.campaign_id, report, cases, models)
         if output == "json":

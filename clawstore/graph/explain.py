@@ -43,6 +43,13 @@ class HeadOutOfOrder(Exception):
     """A head's nodes are not in case order (store/headdoc.py `place`): read it whole instead, from the start."""
 
 
+class ReadRef:
+    """HeadByCases reads its ref itself."""
+
+
+READ_REF = ReadRef()
+
+
 class HeadByCases:
     """A campaign head's nodes by address a window of cases at a time, the cases asked for in their sorted order:
     a head in parts holds its nodes in that order (store/headdoc.py `place`), so a window's nodes are read as its
@@ -52,9 +59,12 @@ class HeadByCases:
     the end: every node checked, as `read_head` does). `lazy` (the read commands): each node's record_doc decoded only
     when asked for (HeadNode.record_view; store/headdoc.py `lazy_part`), the head's parts typed as they are decoded."""
 
-    def __init__(self, store: StoreReader, ref: str, whole: bool = False, lazy: bool = False):
+    def __init__(self, store: StoreReader, ref: str, whole: bool = False, lazy: bool = False,
+                 head_id: str | None | ReadRef = READ_REF):
+        """`head_id`: the head `ref` pointed at when it was read (a read command's `Store.reading_ref`); by default the
+        ref is read here."""
         self.ref = ref
-        self.head_id = store.get_ref(ref)
+        self.head_id = store.get_ref(ref) if isinstance(head_id, ReadRef) else head_id
         self._store = store
         self._doc: Any = None
         self._whole: HeadNodes | None = None

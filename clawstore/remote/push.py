@@ -428,18 +428,28 @@ def _ref_moves(store: Transfer, backend: Backend, remote: Remote, refs: dict[str
     return moves
 
 
+def _holds(backend: Backend, move: _RefMove) -> bool:
+    """Does the remote's ref hold `move`'s value now?"""
+    now = backend.read_ref(REFS + move.name)
+    return now is not None and now.value == move.value
+
+
 def _move_refs(store: Transfer, backend: Backend, remote: Remote, moves: list[_RefMove], report: SyncReport,
                pool: ThreadPoolExecutor) -> None:
     """Swap every ref that changes, in parallel (in `pool`, whose threads read the refs: none started for the
     tail), now that all it reaches is published and its statement too; remember each value the remote holds as soon
     as its swap is answered (the other swaps still on their way). A swap another push won is reported once the
-    others are remembered (they did move)."""
+    others are remembered (they did move). A swap lost to a push of the same value (this store pushed twice at once)
+    is no conflict: the remote holds what this push came to put (before session 74, "changed by another push")."""
     swaps = {m.name: pool.submit(backend.swap_ref, REFS + m.name, m.value, m.current) for m in moves if m.changes}
     lost = None
     for move in moves:
         swap = swaps.get(move.name)
-        if swap is not None and swap.exception() is not None:
-            lost = lost or swap.exception()
+        failed = swap.exception() if swap is not None else None
+        if isinstance(failed, RemoteRefConflict) and _holds(backend, move):
+            swap = None  # (moved, by the other push)
+        elif failed is not None:
+            lost = lost or failed
             continue
         if swap is not None:
             report.refs_moved.append(move.name)

@@ -462,10 +462,10 @@ class LoadedHead:
     signer: str | None = None
 
 
-def _head_ref(store: StoreReader, campaign_id: str) -> tuple[str, str | None]:
+def _head_ref(store: StoreReader, campaign_id: str, read: str | None = None) -> tuple[str, str | None]:
     """The campaign's head ref, or the head kept apart as untrusted when it has no trusted head (shown, and
-    marked): (head id, signer or None)."""
-    head_id = store.get_ref(f"campaigns/{campaign_id}")
+    marked): (head id, signer or None). `read`: the ref's value as the caller read it (under a lease naming it)."""
+    head_id = read or store.get_ref(f"campaigns/{campaign_id}")
     if head_id:
         return str(head_id), None
     from clawstore.store.untrusted import kept_apart_head
@@ -490,10 +490,10 @@ def _read_head(store: StoreReader, campaign_id: str, head_id: str, whole: bool =
     return doc
 
 
-def load_head(store: StoreReader, campaign_id: str) -> LoadedHead:
+def load_head(store: StoreReader, campaign_id: str, read: str | None = None) -> LoadedHead:
     """The campaign's head ref, or the head kept apart as untrusted when the campaign has no trusted head:
-    shown, and marked."""
-    head_id, signer = _head_ref(store, campaign_id)
+    shown, and marked. `read`: the ref's value as the caller read it."""
+    head_id, signer = _head_ref(store, campaign_id, read)
     doc = _read_head(store, campaign_id, head_id)
     head = documents.read_head(doc, f"ref campaigns/{campaign_id}: campaign head {head_id}")  # (StoreError: the field)
     return LoadedHead(head_id, head, doc, signer)
@@ -508,13 +508,13 @@ COLUMNS = {"nodes": _NODE_COLUMNS,
            "judgements": ("model_id", "case_id", "judge_run_id", "run_key", "overall_score", *DIMENSIONS)}
 
 
-def _stamped(store: StoreReader, campaign_id: str, manifest: Path | None
+def _stamped(store: StoreReader, campaign_id: str, manifest: Path | None, read: str | None = None
              ) -> tuple[str, Head, str | None, int] | None:
     """The head (and its node count) when the manifest's directory of it is stamped as this head's
     (heads.stamped_rows): its rows are read from there, the head's parts are not. None: take the full path."""
     if manifest is None:
         return None
-    head_id, signer = _head_ref(store, campaign_id)
+    head_id, signer = _head_ref(store, campaign_id, read)
     top = _read_head(store, campaign_id, head_id, whole=False)
     if not is_parted(top):
         return None
@@ -528,12 +528,13 @@ def _stamped(store: StoreReader, campaign_id: str, manifest: Path | None
 
 def build_report(store: StoreReader, campaign_id: str, cases: Sequence[str] = (),
                  models: Sequence[str] = (), manifest: Path | None = None,
-                 sink: Callable[[], RowSink] | None = None) -> CampaignReport:
-    """The campaign's last state (its head ref), one row per model × case, repetitions folded.
+                 sink: Callable[[], RowSink] | None = None, read: str | None = None) -> CampaignReport:
+    """The campaign's last state (its head ref), one row per model × case, repetitions folded. `read`: the ref's value
+    as the caller read it (`claw report` holds a lease naming it: Store.reading_ref), else the ref is read here.
     `manifest`: the store's query manifest, whose rows of the head are read when it holds them (those
     `claw query` shows); else its records are read and flattened. `sink`: where the rows go instead of the
     report's `rows` (made anew if the report starts over), the summaries folded as they pass."""
-    stamped = _stamped(store, campaign_id, manifest)
+    stamped = _stamped(store, campaign_id, manifest, read)
     if stamped is not None and manifest is not None:
         import duckdb
 
@@ -547,7 +548,7 @@ def build_report(store: StoreReader, campaign_id: str, cases: Sequence[str] = ()
                            sink)
         except (duckdb.Error, _Unordered):
             pass  # the directory went away meanwhile (another process's refresh): the full path
-    loaded = load_head(store, campaign_id)
+    loaded = load_head(store, campaign_id, read)
     found = (materialised_rows(manifest, loaded.head_id, loaded.doc, tuple(COLUMNS), COLUMNS)
              if manifest is not None else None)
     # Heads carry only a planning view of each record (`record_doc`): read the records themselves.

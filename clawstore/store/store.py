@@ -7,6 +7,7 @@ from collections.abc import Container, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from clawstore.errors import StoreError
 from clawstore.store import actions, refs, trees
 from clawstore.store.core import adopt, locks, reserve
 from clawstore.store.core.ids import PREFIX
@@ -16,6 +17,8 @@ from clawstore.store.documents import KeptApart, RecordDoc
 from clawstore.store.refs import UNTRUSTED_REFS
 from clawstore.store.services.migrate import open_layout
 from clawstore.store.trees import TreeEntry
+
+_READ_AGAIN = 5  # reading_ref: at most this many leases taken for a ref that moved on each time, then read unleased
 
 if TYPE_CHECKING:  # (reach and transfer are imported when first used: `import clawstore.store` stays quick)
     from clawstore.store.reach import HeadClosure
@@ -158,6 +161,30 @@ class Store(ObjectStore):
 
     def lease(self, purpose: str) -> contextlib.AbstractContextManager[locks.LeaseInfo]:
         return locks.lease(self.root, purpose)
+
+    @contextlib.contextmanager
+    def reading_ref(self, name: str) -> Iterator[str | None]:
+        """The object ref `name` points at, kept from a gc until the block ends: a lease naming it (as a build reading
+        its previous head holds), taken after the ref is read and kept only if the ref still points there once the
+        lease is seen (a gc sweeping then kept it as a ref, any later one keeps it as the lease's); else read again.
+        A store this user cannot write is read without one. Before session 74 `claw status` and `claw report` held
+        none: a gc after a build moved the ref deleted the head they were reading, and they said the store was
+        damaged (tests/gc/test_head_readers.py)."""
+        value = self.get_ref(name)
+        for _ in range(_READ_AGAIN):
+            if value is None:
+                break
+            with contextlib.ExitStack() as held:
+                try:
+                    held.enter_context(locks.lease(self.root, locks.READING_HEAD_LEASE_PREFIX + value))
+                except (OSError, StoreError):  # (a store this reader cannot write, a full disk: read as before)
+                    break
+                now = self.get_ref(name)
+                if now == value:
+                    yield value
+                    return
+            value = now
+        yield value
 
     def list_leases(self) -> list[locks.LeaseInfo]:
         return locks.list_leases(self.root)
