@@ -248,12 +248,15 @@ def run_judge_iteration(
             break
         reply_usage = getattr(result, "usage", None)
         raw_usage = getattr(result, "raw_usage", None)
-        if hasattr(reply_usage, "as_reported"):  # a provider's reply (ChatResult): without token counts, unknown
-            # its answer's own usage (its `usage` holds its client's failed attempts' too): what it spent at least
-            _add_known(known, _usage_dict(type(reply_usage).from_raw(raw_usage).as_reported(raw_usage))
-                       if raw_usage is not None else None)
+        provider_reply = hasattr(reply_usage, "as_reported")
+        if provider_reply:  # a provider's reply (ChatResult): without token counts, unknown
             reply_usage = reply_usage.as_reported(raw_usage)  # (not 0: providers/usage.py)
         entry_usage = _usage_dict(reply_usage)
+        if provider_reply and raw_usage is not None:
+            # its answer's own usage (its `usage` holds its client's failed attempts' too, when it had some; a first
+            # attempt's answer is all of it, already read: ProviderClient.chat's sum): what it spent at least
+            _add_known(known, entry_usage if getattr(result, "attempts", None) == 1 else _usage_dict(
+                type(result.usage).from_raw(raw_usage).as_reported(raw_usage)))
         _add_usage(usage, entry_usage)
         if entry_usage.get("usage_rejected"):
             warnings.append(f"attempt {index + 1}: usage not believed, cost unknown: {entry_usage['usage_rejected']}")

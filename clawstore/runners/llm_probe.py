@@ -235,9 +235,11 @@ class _Run:
             # known 0 of a run none of whose calls was made (the client alone says `nothing_sent`).
             self.usage = self.usage + Usage.not_believed(SENT_UNANSWERED)
             raise
-        self.usage = self.usage + as_reported(result.usage, result.raw_usage)
-        if result.raw_usage is not None:  # (the answer's own usage: `result.usage` holds its failed attempts' too)
-            own = as_reported(Usage.from_raw(result.raw_usage), result.raw_usage)
+        reported = as_reported(result.usage, result.raw_usage)
+        self.usage = self.usage + reported
+        if result.raw_usage is not None:  # (the answer's own usage: `result.usage` holds its failed attempts' too,
+            # when it had some; a first attempt's answer is all of it, already parsed: ProviderClient.chat's sum)
+            own = reported if result.attempts == 1 else as_reported(Usage.from_raw(result.raw_usage), result.raw_usage)
             if own.rejected is None and own.tokens_unknown is None and own.cost_source != UNKNOWN:
                 self.answered = self.answered + own
         self.attempts += result.attempts
