@@ -253,10 +253,11 @@ def run_judge_iteration(
             reply_usage = reply_usage.as_reported(raw_usage)  # (not 0: providers/usage.py)
         entry_usage = _usage_dict(reply_usage)
         if provider_reply and raw_usage is not None:
-            # its answer's own usage (its `usage` holds its client's failed attempts' too, when it had some; a first
-            # attempt's answer is all of it, already read: ProviderClient.chat's sum): what it spent at least
-            _add_known(known, entry_usage if getattr(result, "attempts", None) == 1 else _usage_dict(
-                type(result.usage).from_raw(raw_usage).as_reported(raw_usage)))
+            # its answer's own usage (its `usage` holds its client's failed attempts' too, when it had some; at a first
+            # attempt, its cost not priced by claw, it is that usage, already read: runners/llm_probe.py _own_usage)
+            own = getattr(result, "attempts", None) == 1 and result.usage.cost_source is None
+            _add_known(known, entry_usage if own else _usage_dict(
+                type(result.usage).from_raw(raw_usage).as_reported(raw_usage)))  # what it spent at least
         _add_usage(usage, entry_usage)
         if entry_usage.get("usage_rejected"):
             warnings.append(f"attempt {index + 1}: usage not believed, cost unknown: {entry_usage['usage_rejected']}")

@@ -201,6 +201,13 @@ def _tool_calls(message: dict[str, Any]) -> list[_ToolCall]:
     return calls
 
 
+def _own_usage(result: ChatResult) -> bool:
+    """Is a reply's `usage` its answer's own as the answer reported it (read from `raw_usage` already, so not parsed
+    again)? So it is for an answer at its first attempt (ProviderClient.chat's sum of one attempt) whose cost claw did
+    not price (a batch line's: builder/batch_layer.py)."""
+    return result.attempts == 1 and result.usage.cost_source is None
+
+
 class _Run:
     """State of one run: the conversation, trace, usage and provider metadata so far."""
 
@@ -237,9 +244,8 @@ class _Run:
             raise
         reported = as_reported(result.usage, result.raw_usage)
         self.usage = self.usage + reported
-        if result.raw_usage is not None:  # (the answer's own usage: `result.usage` holds its failed attempts' too,
-            # when it had some; a first attempt's answer is all of it, already parsed: ProviderClient.chat's sum)
-            own = reported if result.attempts == 1 else as_reported(Usage.from_raw(result.raw_usage), result.raw_usage)
+        if result.raw_usage is not None:  # (the answer's own usage: `result.usage` holds its failed attempts' too)
+            own = reported if _own_usage(result) else as_reported(Usage.from_raw(result.raw_usage), result.raw_usage)
             if own.rejected is None and own.tokens_unknown is None and own.cost_source != UNKNOWN:
                 self.answered = self.answered + own
         self.attempts += result.attempts
