@@ -93,6 +93,10 @@ def batch_layer(how: BatchKind, session: BuildSession, nodes: list[Node], to_sub
     # under the key now as well (`recorded`); one this layer does not handle gets its key now back.
     by_legacy: dict[int, _KeyNow] = {}
     for node in nodes:
+        if node.legacy is None and node.earlier is not None and oid_hex(node.key) not in covered:
+            earlier = node.earlier()  # (an llm_probe run's key before session 74: collected, never submitted, under it)
+            if oid_hex(earlier[0]) in covered:
+                node.legacy = earlier
         if node.legacy is not None and oid_hex(node.key) not in covered and (
                 id(node) in submitting or oid_hex(node.legacy[0]) in covered):
             by_legacy[id(node)] = _by_legacy_key(store, node)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -183,8 +184,11 @@ def snapshot_configs(store: Store, campaign: Campaign) -> str:
 
 # ---------------------------------------------------------------------------------------------- export
 
-def export_campaign(store: Store, campaign: Campaign, out: Path) -> ArchiveSummary:
-    """Write the campaign's head, everything it reaches, its action-cache entries and its configs."""
+def export_campaign(store: Store, campaign: Campaign, out: Path,
+                    beyond_head: Callable[[Mapping[str, str]], Mapping[str, str]] | None = None) -> ArchiveSummary:
+    """Write the campaign's head, everything it reaches, its action-cache entries and its configs. `beyond_head`, given
+    the head's entries (key -> record), answers the results a build here would reuse that the head does not name (what
+    a killed build finished): their entries and everything their records reach are written too."""
     campaign_id = campaign.campaign_id
     head_id = campaign_head(store, campaign_id)
     # The lease names the head: a gc running meanwhile keeps it even if a build moves the ref on.
@@ -193,21 +197,37 @@ def export_campaign(store: Store, campaign: Campaign, out: Path) -> ArchiveSumma
             raise StoreError(f"campaign {campaign_id}: its head {head_id} vanished (collected during the "
                              "export?); run the export again")
         closure = head_closure(store, head_id, packed=True)
+        actions = closure.actions
+        beyond = beyond_head(actions) if beyond_head is not None else {}
+        if beyond:
+            _reach_whole(store, beyond.values())
+            actions = dict(sorted({**actions, **beyond}.items()))  # (a build here reuses these, not the head's)
         tree_id = snapshot_configs(store, campaign)
         config_reach = Reach(store)
-        config_reach.mark([tree_id])
+        config_reach.mark([tree_id, *beyond.values()])
         head = closure.head
         manifest = {
             "campaign": head.get("campaign") or {"id": campaign_id},
             "build_id": head.get("build_id"),
             "head": head_id,
             "refs": {head_ref(campaign_id): head_id},
-            "actions": closure.actions,
+            "actions": actions,
             "configs": {"tree": tree_id, "files": [e.to_json() for e in store.read_tree(tree_id)]},
         }
         digests = closure.digests + b"".join(bytes.fromhex(h) for h in config_reach.marked)
         del closure, config_reach  # (the closure's digests are sorted into the archive's)
         return write_archive(store, Path(out), manifest, digests)
+
+
+def _reach_whole(store: Store, records: Iterable[str]) -> None:
+    """StoreError when something `records` reach is missing (as head_closure says it of a head's)."""
+    reach = Reach(store)
+    reach.mark(records)
+    if reach.missing:
+        hexdigest, parent = sorted(reach.missing.items())[0]
+        named = f" (named by {PREFIX}{parent})" if parent else ""
+        raise StoreError(f"a result of the campaign is incomplete: object {PREFIX}{hexdigest}{named} is missing; "
+                         "run claw fsck")
 
 
 # ---------------------------------------------------------------------------------------------- import
@@ -275,6 +295,12 @@ def _check_campaign_archive(manifest: ArchiveManifest, contents: ArchiveContents
             raise ArchiveError(f"config tree {tree_id}: entry {entry.path[:80]!r} is outside configs/")
         if entry.object is not None and not contents.has(entry.object):
             raise ArchiveError(f"config tree {tree_id}: entry {entry.path[:80]!r} names a missing object")
+        if entry.object is None:
+            continue
+        size, exact = contents.content_size(entry.object, entry.size)
+        if size != entry.size:  # (a few KB of zstd can hold GBs: checked here, never written out)
+            raise ArchiveError(f"config tree {tree_id}: entry {entry.path[:80]!r} has size {entry.size} but its "
+                               f"object holds {size if exact else f'more than {entry.size}'} bytes")
 
 
 def adopt_imported_head(store: Store, head_id: str) -> str | None:

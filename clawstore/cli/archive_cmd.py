@@ -70,7 +70,21 @@ def ls_command(file: Path, as_json: bool) -> None:
     click.echo(f"configs   {configs.get('tree')}")
     for entry in configs.get("files") or []:
         if entry.get("type") != "dir":
-            click.echo(f"  {entry.get('path')}  {entry.get('size')}")
+            click.echo(f"  {_shown_path(entry.get('path'))}  {_shown_path(entry.get('size'))}")
+
+
+def _shown_path(value: object) -> str:
+    """A value of the manifest as `ls` prints it: the manifest is the archive's word alone (no object is read), so what
+    the tree rule would refuse (a control character, a terminal escape, a newline forging a line) is printed escaped,
+    on its one line."""
+    from clawstore.errors import quoted
+    from clawstore.store.core.names import relative_path_problem
+
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if isinstance(value, str) and relative_path_problem(value) is None:
+        return value
+    return quoted(value, 300)
 
 
 @archive_group.command("import")

@@ -50,12 +50,45 @@ def _path_key(path: str) -> str:
     return "./" + name if name.startswith(IMPORT_KEY_PREFIX) else name
 
 
+def _case_directory(case_dir: str) -> dict[str, str | None]:
+    """Every entry of the case directory a python hook may read (docs/evaluation.md, What a hook may read), by its
+    name relative to it as a check path is named: a regular file by its digest, a symlink by where it points (never
+    followed: one leading out of the directory is absent in the hook's sandbox), anything else (a pipe, a socket) by
+    its kind, never opened. `__pycache__` folders are left out (a hook never reads its own bytecode there: it runs
+    with PYTHONDONTWRITEBYTECODE from a read-only view)."""
+    found: dict[str, str | None] = {}
+    folders = [""]
+    while folders:
+        folder = folders.pop()
+        try:
+            with os.scandir(os.path.join(case_dir, folder) if folder else case_dir) as listing:
+                entries = list(listing)
+        except OSError:
+            continue
+        for entry in entries:
+            name = os.path.join(folder, entry.name) if folder else entry.name
+            try:
+                if entry.is_symlink():
+                    found[name] = "link:" + os.readlink(entry.path)
+                elif entry.is_dir(follow_symlinks=False):
+                    if entry.name != "__pycache__":
+                        folders.append(name)
+                elif entry.is_file(follow_symlinks=False):
+                    found[name] = _digest_path(entry.path)
+                else:
+                    found[name] = "special"
+            except OSError:
+                found[name] = None
+    return found
+
+
 def check_inputs(
     checks: Sequence[Any], case_dir: str | os.PathLike[str] | None, search_path: Sequence[str] | None = None
 ) -> dict[str, str | None]:
     """Map every host file the checks read to its content digest (None when absent): check targets and `path` hooks as
-    the case names them (case_path_name), `python:<module>` for `import_path` hooks. Files the sandbox may hold are
-    listed too: listing more only costs a re-check."""
+    the case names them (case_path_name), `python:<module>` for `import_path` hooks, and with any python hook every
+    file of the case directory, which the hook may read (`_case_directory`). Files the sandbox may hold are listed
+    too: listing more only costs a re-check."""
     base = os.fspath(case_dir) if case_dir is not None else None
     found: dict[str, str | None] = {}
     for raw in checks:
@@ -73,4 +106,7 @@ def check_inputs(
             where = [*([base] if base else []), *(sys.path if search_path is None else search_path)]
             module_file = _find_module_file(dotted, where)
             found[IMPORT_KEY_PREFIX + dotted] = _digest_path(module_file) if module_file else None
+    if base is not None and any(check_spec(raw)["python_hook"] for raw in checks):
+        for name, digest in _case_directory(base).items():
+            found.setdefault(_path_key(name), digest)
     return dict(sorted(found.items()))

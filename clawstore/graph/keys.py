@@ -22,8 +22,12 @@ CHECKS_DOC_VERSION = 1
 JUDGE_DOC_VERSION = 1
 RESULT_DOC_VERSION = 1
 
-# Settings that only steer the harness, never what a run sends or receives.
-_LLM_PROBE_SETTINGS_NOT_IN_KEY: frozenset[str] = frozenset()
+# Settings that only steer the harness, never what a run sends or receives: how long claw waits for an answer and how
+# often it asks again. What they change is whether a run ends `timed_out` or `provider_error`, which is never reused
+# (graph/records.py `kept_outcome`), so no reused record depends on them: in the key, raising `timeout_seconds` after a
+# few timeouts ran, and paid for, every run of the campaign again. They were in every run's key before session 74: a
+# store built then finds its runs under the key they had (graph/plan.py Node.earlier; docs/building.md, Keys).
+_LLM_PROBE_SETTINGS_NOT_IN_KEY: frozenset[str] = frozenset({"timeout_seconds", "retries"})
 
 
 def object_id(data: bytes) -> str:
@@ -54,15 +58,21 @@ def _is_injected_attachment(message: ResolvedMessage) -> bool:
     return bool(message.metadata) and "attachment" in message.metadata
 
 
+def harness_settings(item: CampaignItem) -> bool:
+    """Does an llm_probe item set a setting its runs' key leaves out (so its runs had another key before session 74)?"""
+    return item.runner_type == "llm_probe" and not _LLM_PROBE_SETTINGS_NOT_IN_KEY.isdisjoint(item.settings)
+
+
 def run_document(item: CampaignItem, repetition: int, *, endpoint: dict[str, Any] | None,
-                 attachments: dict[str, dict[str, Any]], runner_identity: dict[str, Any] | None = None
-                 ) -> dict[str, Any]:
+                 attachments: dict[str, dict[str, Any]], runner_identity: dict[str, Any] | None = None,
+                 every_setting: bool = False) -> dict[str, Any]:
     """The run node's input document.
 
     Covers: runner type, resolved model and endpoint, execution settings, resolved messages and turns
     (sources expanded), attachment contents (by object id), context, case metadata, the case id and the
     repetition index; for openclaw the agent/image identity. Not covered: suite, titles, tags,
-    expectations, rubric, checks, execution policy, profile ids.
+    expectations, rubric, checks, execution policy, profile ids, the harness's own settings (`timeout_seconds`,
+    `retries`; `every_setting`: with them, the document before session 74).
     """
     case = item.case.case
     doc: dict[str, Any] = {
@@ -84,7 +94,8 @@ def run_document(item: CampaignItem, repetition: int, *, endpoint: dict[str, Any
     if endpoint is not None:
         doc["model"]["endpoint"] = endpoint
     if item.runner_type == "llm_probe":
-        doc["runner"] = {k: v for k, v in item.settings.items() if k not in _LLM_PROBE_SETTINGS_NOT_IN_KEY}
+        doc["runner"] = dict(item.settings) if every_setting else {
+            k: v for k, v in item.settings.items() if k not in _LLM_PROBE_SETTINGS_NOT_IN_KEY}
     if runner_identity is not None:
         doc["runner"] = runner_identity
     return doc

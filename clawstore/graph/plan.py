@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from clawstore.graph.keys import attachments_document, keyed_document, run_document
+from clawstore.graph.keys import attachments_document, harness_settings, keyed_document, run_document
 from clawstore.graph.records import is_fresh
 
 if TYPE_CHECKING:
@@ -67,6 +67,10 @@ class Node:
     # it records it under this key as well (builder/legacy_keys.py), so that a later price edit (which changes the
     # legacy key) still finds it.
     keyed_now: tuple[str, dict[str, Any], bytes | None] | None = None
+    # An llm_probe run's (key, document, its bytes) before `timeout_seconds` and `retries` left its key (session 74;
+    # graph/keys.py), made when asked: looked up for a record to reuse only, when none is under its key (then as
+    # `legacy`: the build records it under its key now), never claimed nor written under.
+    earlier: Callable[[], tuple[str, dict[str, Any], bytes]] | None = None
 
     @property
     def fresh(self) -> bool:
@@ -80,7 +84,7 @@ class Node:
         self.document_bytes = None
         self.judge_requests = None
         self.batch_body = None
-        self.legacy = self.keyed_now = None
+        self.legacy = self.keyed_now = self.earlier = None
 
     def take_legacy(self) -> None:
         """Key the node as it was before a price left its key (`legacy`), its record not yet looked up."""
@@ -118,7 +122,8 @@ def plan_runs(campaign: Campaign, repetitions: int, endpoint_of: ItemIdentity,
     """Models (suite order) × cases (sorted) × repetitions (of `items`, default every item of the campaign). Pure
     apart from the callbacks: `endpoint_of(item) -> dict | None` and `runner_identity_of(item) -> dict | None`;
     `legacy_identity_of(item)`, asked after it: the runner identity its runs had before a price left it (Node.legacy),
-    None when the same."""
+    None when the same. An llm_probe run setting `timeout_seconds` or `retries` gets the key it had before they left
+    it (session 74) as `Node.earlier`."""
     nodes: list[Node] = []
     attachment_docs: dict[str, dict[str, Any]] = {}
     for item in campaign.items if items is None else items:
@@ -128,6 +133,7 @@ def plan_runs(campaign: Campaign, repetitions: int, endpoint_of: ItemIdentity,
         endpoint = endpoint_of(item)
         identity = runner_identity_of(item)
         legacy = legacy_identity_of(item) if legacy_identity_of is not None else None
+        every_setting = harness_settings(item)
         for repetition in range(repetitions):
             document = run_document(item, repetition, endpoint=endpoint, attachments=attachment_docs[case_id],
                                     runner_identity=identity)
@@ -138,8 +144,22 @@ def plan_runs(campaign: Campaign, repetitions: int, endpoint_of: ItemIdentity,
                                       runner_identity=legacy)
                 legacy_key, legacy_data = keyed_document(before)
                 node.legacy = (legacy_key, before, legacy_data)
+            elif every_setting:
+                node.earlier = _earlier_run(item, repetition, endpoint, attachment_docs[case_id])
             nodes.append(node)
     return nodes
+
+
+def _earlier_run(item: CampaignItem, repetition: int, endpoint: dict[str, Any] | None,
+                 attachments: dict[str, dict[str, Any]]) -> Callable[[], tuple[str, dict[str, Any], bytes]]:
+    """The run's key, document and bytes before session 74 (every runner setting in it), made when asked."""
+
+    def earlier() -> tuple[str, dict[str, Any], bytes]:
+        document = run_document(item, repetition, endpoint=endpoint, attachments=attachments, every_setting=True)
+        key, data = keyed_document(document)
+        return key, document, data
+
+    return earlier
 
 
 def window_items(campaign: Campaign, runs: int, repetitions: int) -> Iterator[list[CampaignItem]]:
@@ -174,6 +194,18 @@ def attach_record(node: Node, store: StoreReader, head: HeadNodes | None = None,
             node.legacy = legacy
         else:
             node.keyed_now = now[0], now[1], now[2]
+    earlier = node.earlier
+    if earlier is not None and node.fresh:
+        node.earlier = None
+    elif earlier is not None:  # (an llm_probe run keyed with its timeout and retries before session 74)
+        now = node.key, node.document, node.document_bytes, node.record_id, node.record, node.unseen
+        node.key, node.document, node.document_bytes = earlier()
+        node.record_id = node.record = node.unseen = None
+        _attach_by_key(node, store, head, present, look_again)
+        if node.fresh:  # reused under the key it had; the build records it under its key now (builder/legacy_keys.py)
+            node.keyed_now, node.earlier = (now[0], now[1], now[2]), None
+        else:  # (kept: a provider batch an older claw submitted may stand for it, builder/batch_layer.py)
+            node.key, node.document, node.document_bytes, node.record_id, node.record, node.unseen = now
 
 
 def _attach_by_key(node: Node, store: StoreReader, head: HeadNodes | None, present: set[str] | None,

@@ -12,7 +12,7 @@ import contextlib
 import dataclasses
 import functools
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -563,15 +563,46 @@ class Project:
         """Export the campaign into `output`: its summary, the campaign's id, and how many of its nodes are not built
         for its configs as they are now (stale or never built). The archive holds those configs and the results the
         store has, as the workspace does: a build of it elsewhere runs (and pays for) exactly those nodes, as a build
-        here would."""
+        here would. Results a build here reuses though the head does not name them (what a killed build finished, the
+        plan adopts) travel too: before session 74 they were left out, and the build elsewhere paid for them again."""
         from clawstore.project import keeping
 
         campaign = self.whole_campaign("claw archive export")
-        inspection = self.explain()  # (a stamp proving it fresh answers at once)
-        unbuilt = 0 if inspection.never_built is not None else \
-            sum(s.state in ("stale", "never-built") for s in inspection.states)  # (never built: the export says so)
-        del inspection  # (a state a node: not held while the archive is written)
-        return keeping.export(self.store, campaign, output), campaign.campaign_id, unbuilt
+        unbuilt = 0
+
+        def beyond_head(head_actions: Mapping[str, str]) -> dict[str, str]:
+            nonlocal unbuilt
+            unbuilt, beyond = self._unbuilt_beyond_head(head_actions)
+            return beyond
+
+        return keeping.export(self.store, campaign, output, beyond_head), campaign.campaign_id, unbuilt
+
+    def _unbuilt_beyond_head(self, head_actions: Mapping[str, str]) -> tuple[int, dict[str, str]]:
+        """How many nodes are stale or never built, and the fresh nodes' results the head's entries (`head_actions`)
+        do not name (key -> record), planned as `claw explain` plans (a stamp proving the campaign fresh answers at
+        once: none)."""
+        if self.fresh() is not None:
+            return 0, {}
+        from clawstore.builder.api import fold_windows
+
+        def fold(windows: Iterator[list[NodeState]]) -> tuple[int, dict[str, str]]:
+            unbuilt, beyond = 0, {}
+            for states in windows:
+                for s in states:
+                    node = s.node
+                    if s.state in ("stale", "never-built"):
+                        unbuilt += 1
+                    elif s.state == "fresh" and node.record_id is not None \
+                            and head_actions.get(node.key) != node.record_id:
+                        beyond[node.key] = node.record_id
+            return unbuilt, beyond
+
+        by_case = self.by_case()
+        seen = self._untrusted_seen()
+        found = fold_windows(self.campaign if by_case is None else by_case.campaign, self.store, False, fold, seen,
+                             reasoned=False)
+        self._say_untrusted(seen)
+        return found
 
     def import_archive(self, file: Path, configs_to: Path | None, pins: tuple[str, ...],
                        untrusted: bool) -> keeping.Imported:

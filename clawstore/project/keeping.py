@@ -14,6 +14,8 @@ from clawstore.host.scratch import sweep_dead_scratch
 from clawstore.project.places import refuse_read_only, require_built, workspace_store_dir
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
     from clawstore.config.campaign import Campaign
     from clawstore.store.services.archive import ArchiveSummary
     from clawstore.store.services.archive_import import ImportReport
@@ -106,8 +108,10 @@ def delete_refs(store: Store, names: tuple[str, ...]) -> dict[str, str]:
     return targets
 
 
-def export(store: Store, campaign: Campaign, output: Path) -> ArchiveSummary:
-    """Write the campaign's configs, head, records, inputs and outputs into one file."""
+def export(store: Store, campaign: Campaign, output: Path,
+           beyond_head: Callable[[Mapping[str, str]], Mapping[str, str]] | None = None) -> ArchiveSummary:
+    """Write the campaign's configs, head, records, inputs and outputs into one file (with `beyond_head`: and the
+    results a build here would reuse that the head does not name; builder/campaign_archive.py export_campaign)."""
     from clawstore.builder.campaign_archive import export_campaign
 
     require_built(store, campaign.campaign_id)
@@ -116,7 +120,7 @@ def export(store: Store, campaign: Campaign, output: Path) -> ArchiveSummary:
         raise UsageError(problem)
     refuse_read_only(Path(store.root), "archive export stores the workspace's configs in it before it writes them out "
                                        "(export from a writable copy of the store)")
-    return export_campaign(store, campaign, output)
+    return export_campaign(store, campaign, output, beyond_head)
 
 
 @dataclass
@@ -160,19 +164,38 @@ def _check_configs_target(directory: Path) -> None:
         return
     if not directory.is_dir():
         raise UsageError(f"--configs-to {directory}: not a directory")
-    extra = sorted(p.name for p in directory.iterdir() if p.name != "store")
+    extra = sorted(p.name for p in directory.iterdir() if p.name != "store" and not _dead_configs_scratch(p))
     if extra:
         raise UsageError(f"--configs-to {directory}: not empty (holds {', '.join(extra[:3])}"
                          f"{', …' if len(extra) > 3 else ''}); use an empty directory or a fresh workspace")
 
 
+CONFIGS_SCRATCH = ".claw-configs-"  # then a temp name naming the import's process (host/durable.py temp_name)
+
+
+def _dead_configs_scratch(path: Path) -> bool:
+    """Is `path` the scratch directory of an import into its DIR whose process is gone (SIGKILLed while it checked the
+    configs out)? Such a directory is the import's own: the next import removes it (before session 74, DIR was
+    refused as "not empty" until it was removed by hand)."""
+    from clawstore.host.durable import process_alive, temp_owner
+
+    owner = temp_owner(path.name[len(CONFIGS_SCRATCH):]) if path.name.startswith(CONFIGS_SCRATCH) else None
+    return owner is not None and not process_alive(*owner) and path.is_dir() and not path.is_symlink()
+
+
 def write_configs(store: Store, tree: str, directory: Path) -> None:
-    """Check the config tree out beside DIR's store, then move its configs/ into DIR in one step."""
+    """Check the config tree out beside DIR's store, then move its configs/ into DIR in one step (a killed import's
+    scratch directory there removed first)."""
     import shutil
-    import tempfile
+
+    from clawstore.host.durable import temp_name
 
     directory.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".claw-configs-", dir=directory))
+    for leftover in directory.iterdir():
+        if _dead_configs_scratch(leftover):
+            shutil.rmtree(leftover, ignore_errors=True)
+    staging = directory / f"{CONFIGS_SCRATCH}{temp_name('')}"
+    staging.mkdir(mode=0o700)
     try:
         store.checkout(tree, staging / "workspace")
         os.rename(staging / "workspace" / "configs", directory / "configs")

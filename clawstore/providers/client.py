@@ -1,7 +1,8 @@
 """One OpenAI-compatible chat-completions client (httpx) shared by runners and the judge.
 
-Retries only transient failures (408/409/425/429/5xx, timeouts, transport errors) with exponential
-backoff plus jitter, honouring `Retry-After`. A single request is retried, never a whole conversation.
+Retries only transient failures (408/409/425/429/5xx, a 402 with a `Retry-After`, timeouts, transport errors) with
+exponential backoff plus jitter, honouring `retry-after-ms` and `Retry-After`. A single request is retried, never a
+whole conversation.
 The API key is read from the environment per call and never logged, stored or put in an error.
 """
 
@@ -67,6 +68,17 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
         when = when.replace(tzinfo=UTC)
     now = time.time() if now is None else now
     return max(when.timestamp() - now, 0.0)
+
+
+def reply_wait(headers: httpx.Headers) -> float | None:
+    """Seconds a reply asks to wait: OpenAI's (and Azure OpenAI's) `retry-after-ms` first, as their SDK reads it, then
+    `Retry-After`; None if neither is a wait (an `-ms` value as `Retry-After`'s seconds: a decimal number)."""
+    millis = headers.get("retry-after-ms")
+    if millis is not None and _SECONDS.fullmatch(millis.strip()):
+        seconds = float(millis) / 1000
+        if math.isfinite(seconds):
+            return max(seconds, 0.0)
+    return parse_retry_after(headers.get("retry-after"))
 
 
 @dataclass(frozen=True)
@@ -508,7 +520,10 @@ def _escaped_key(api_key: str) -> re.Pattern[str] | None:
 
 
 def _error_fields(data: Any) -> tuple[str | None, str | None, Any]:
-    """(message, provider_code, numeric code) from an OpenAI/OpenRouter `error` object."""
+    """(message, provider_code, numeric code) from an OpenAI/OpenRouter `error` object, or vLLM's error body (its
+    error object itself: `{"object": "error", "message", "type", "code"}`)."""
+    if isinstance(data, dict) and data.get("object") == "error" and not isinstance(data.get("error"), dict):
+        data = {"error": data}
     if not isinstance(data, dict) or not isinstance(data.get("error"), dict):
         return None, None, None
     err = data["error"]
@@ -558,7 +573,9 @@ def _interpret(response: _Reply, api_key: str | None) -> tuple[ChatResult | _Fai
     message, provider_code, numeric = _error_fields(data)
     if not 200 <= status < 300:
         retryable = is_retryable_status(status)
-        retry_after = parse_retry_after(response.headers.get("retry-after")) if retryable else None
+        # A 402 that says when to come back is a wait (OpenRouter's in-flight spending budget); without, it is final.
+        retry_after = reply_wait(response.headers) if retryable or status == 402 else None
+        retryable = retryable or retry_after is not None
         return _Failure("http_error", f"HTTP {status} from {response.url}: "
                         f"{message or text[:200] or response.reason_phrase}", retryable,
                         status_code=status, provider_code=provider_code, retry_after=retry_after,
@@ -582,7 +599,20 @@ def _interpret(response: _Reply, api_key: str | None) -> tuple[ChatResult | _Fai
         return _Failure("invalid_response", f"response from {response.url} has no choices[0].message",
                         False, status_code=status, metadata=meta), _unread(data, bad_usage, usage)
     choice = choices[0]
-    malformed = message_problem(choice["message"])
+    if message is not None or choice.get("finish_reason") == "error" or isinstance(choice.get("error"), dict):
+        # OpenRouter answers 200 once the model began and reports a failure after that in the body: `error` beside
+        # the choice or in it, whose finish_reason is "error", its content what came before. No answer: the provider's
+        # failure, retried as its inner status says (none: as a 502), and what it was billed counted (unknown if not
+        # said).
+        if isinstance(choice.get("error"), dict):
+            said, said_code, said_numeric = _error_fields(choice)
+            message, provider_code, numeric = said or message, said_code or provider_code, said_numeric or numeric
+        inner = numeric if isinstance(numeric, int) and not isinstance(numeric, bool) else None
+        return _Failure("http_error", f"provider error from {response.url}: "
+                        f"{message or 'the reply ended with finish_reason error'}",
+                        inner is None or is_retryable_status(inner), status_code=inner or status,
+                        provider_code=provider_code, metadata=meta), _unread(data, bad_usage, usage)
+    malformed = message_problem(choice["message"], choice.get("finish_reason"))
     if malformed:
         return _Failure("invalid_response", f"malformed reply from {response.url}: {malformed}",
                         False, status_code=status, metadata=meta), _unread(data, bad_usage, usage)

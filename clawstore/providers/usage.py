@@ -55,6 +55,15 @@ def _cost(value: Any) -> float | None:
     return None
 
 
+def _byok_cost(raw: Mapping[str, Any]) -> float | None:
+    """What an OpenRouter call made with the user's own provider key (BYOK, `is_byok: true`) cost: OpenRouter's fee
+    (`cost`, 0 while it waives it) and what the provider billed that key (`cost_details.upstream_inference_cost`);
+    None (not reported) when the provider's part is not said: the fee alone would read as all of it."""
+    details = raw.get("cost_details")
+    upstream = _cost(details.get("upstream_inference_cost")) if isinstance(details, Mapping) else None
+    return None if upstream is None else (_cost(raw.get("cost")) or 0.0) + upstream
+
+
 @dataclass(frozen=True)
 class Usage:
     """Normalised usage of one or more calls. `cost_usd` is None when no call reported a cost.
@@ -109,7 +118,7 @@ class Usage:
             reasoning_tokens=reasoning,
             cached_tokens=_int(prompt_details.get("cached_tokens")),
             cache_write_tokens=_int(prompt_details.get("cache_write_tokens")),
-            cost_usd=_cost(raw.get("cost")),
+            cost_usd=_byok_cost(raw) if raw.get("is_byok") is True else _cost(raw.get("cost")),
         )
 
     @classmethod

@@ -400,8 +400,10 @@ class S3Backend:
 
     def _fail(self, what: str, exc: Exception) -> RemoteError:
         # The message names the operation and the service's error code, never credentials.
-        code = getattr(exc, "response", {}).get("Error", {}).get("Code") if hasattr(exc, "response") else None
-        code = code or type(exc).__name__
+        # (an error botocore raises for an answer cut off mid-body has `response` None: no code, its type names it)
+        response = getattr(exc, "response", None)
+        error = response.get("Error") if isinstance(response, dict) else None
+        code = (error.get("Code") if isinstance(error, dict) else None) or type(exc).__name__
         hint = S3_HINTS.get(code)
         return RemoteError(f"remote {self.description}: {what} failed ({code}{': ' + hint if hint else ''})")
 

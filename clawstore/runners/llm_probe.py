@@ -44,6 +44,9 @@ _CONTEXT_LENGTH = re.compile(r"maximum context length is|exceeds? (the )?(availa
                              r"|^prompt is too long: \d+ tokens > \d+"
                              r"|^input length and `max_tokens` exceed context limit: \d+ \+ \d+ > \d+", re.IGNORECASE)
 _REFUSAL_STATUSES = (400, 413)
+# The reasoning a server sends beside a tool call (vLLM, llama.cpp, DeepSeek, Moonshot: reasoning_content; vLLM and
+# Ollama: reasoning; OpenRouter: reasoning and reasoning_details), sent back with the call.
+REASONING_ECHOED = ("reasoning_content", "reasoning", "reasoning_details")
 
 
 @dataclass(frozen=True)
@@ -308,6 +311,10 @@ class _Run:
                                          "tool_calls": [c.as_request() for c in calls]}
             if message.get("name"):
                 assistant["name"] = message["name"]
+            # A thinking model's reasoning goes back with its calls, as the server sent it: Moonshot's and DeepSeek's
+            # thinking modes refuse the next turn without `reasoning_content`, OpenRouter asks for `reasoning_details`
+            # (Gemini's thought signatures). Dropped, every such loop failed at its second turn.
+            assistant.update((k, message[k]) for k in REASONING_ECHOED if message.get(k) is not None)
             conversation.append(assistant)
             for call in calls:
                 conversation.append(self._run_tool(toolbox, call))

@@ -239,11 +239,14 @@ def _write_file(store: ObjectStore, tree: str, entry: TreeEntry, place: Path) ->
     written = 0
     with os.fdopen(fd, "wb") as out, store.open_object(entry.object) as reader:  # type: ignore[arg-type]
         while chunk := reader.read(codec.CHUNK):
-            out.write(chunk)
             written += len(chunk)
+            if written > entry.size:  # (never more than the entry says: an object's content can be a bomb's)
+                break
+            out.write(chunk)
         os.fchmod(out.fileno(), entry.mode & 0o777)
     if written != entry.size:
-        raise StoreError(f"tree {tree}: entry {entry.path} has size {entry.size} but its object has {written}")
+        more = "more" if written > entry.size else str(written)
+        raise StoreError(f"tree {tree}: entry {entry.path} has size {entry.size} but its object has {more}")
 
 
 def check_entries(oid: str, entries: list[TreeEntry], allow_external_links: bool = False) -> None:

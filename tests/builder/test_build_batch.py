@@ -482,10 +482,11 @@ def test_a_batch_an_older_claw_submitted_with_a_judges_cost_is_collected_not_sen
         scored: Workspace, claw: Claw, standin: StandIn, tmp_path: Path) -> None:
     # its lines are keyed with the judge's `cost` (claw before session 58): the upgrade found them under no key of
     # this claw's, so a build sent every judgement again (a second batch, paid twice) and the first one's never counted
-    from tests.support.oldclaw import old_claw, old_clawstore
+    from tests.support.oldclaw import old_claw, old_clawstore, runs_keyed_alike
 
     old = old_clawstore(tmp_path / "old")
     scored.edit("evaluation_profiles/ev.yaml", lambda d: d["judges"][0].update(cost={"input": 2.0, "output": 8.0}))
+    runs_keyed_alike(scored.configs)  # (the older claw judges the runs this claw made, not runs them again)
     standin.batch_settings(delay=60)
     built = old_claw(old, scored.root, "build", "--suite", "main", "--run-profile", "rp",
                      "--evaluation-profile", "ev", "--batch")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import blake3
@@ -260,15 +261,39 @@ def test_check_inputs_digests_host_files_and_hooks(tmp_path: Path) -> None:
         str(tmp_path / "mypkg"): "dir",
         "python:mypkg.checks": blake3.blake3(b"def g():\n    return True\n").hexdigest(),
         "python:no_such_pkg_xyz.mod": None,
+        # (with a python hook, every file of the case directory, which the hook may read: session 74)
+        "mypkg/__init__.py": blake3.blake3(b"").hexdigest(),
+        "mypkg/checks.py": blake3.blake3(b"def g():\n    return True\n").hexdigest(),
     }
     # A relative path that reads like an import hook's key keeps a key of its own.
     twins = check_inputs([decl("p", "file_exists", path="python:mypkg.checks"), checks[5]], tmp_path)
-    assert twins == {"./python:mypkg.checks": None, "python:mypkg.checks": first["python:mypkg.checks"]}
+    assert {k: v for k, v in twins.items() if "python:" in k} == {
+        "./python:mypkg.checks": None, "python:mypkg.checks": first["python:mypkg.checks"]}
     (tmp_path / "data.txt").write_bytes(b"v2")
     (tmp_path / "absent.txt").write_bytes(b"")
     second = check_inputs(checks, tmp_path)
     changed = {k for k in first if first[k] != second[k]}
     assert changed == {"data.txt", "absent.txt"}
+
+
+def test_with_a_python_hook_the_case_directory_is_an_input(tmp_path: Path) -> None:
+    """A hook may read any file of its case directory (docs/evaluation.md): each is an input of the checks, by its
+    name there; a symlink by where it points, never followed; a pipe by its kind, never opened; no `__pycache__`."""
+    (tmp_path / "hooks" / "__pycache__").mkdir(parents=True)
+    (tmp_path / "hooks" / "h.py").write_text("def f(a):\n    return True\n")
+    (tmp_path / "hooks" / "__pycache__" / "h.cpython-311.pyc").write_bytes(b"bytecode")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "expected.json").write_bytes(b"[4]")
+    (tmp_path / "link.json").symlink_to("data/expected.json")
+    os.mkfifo(tmp_path / "pipe")
+    hook = {"check_id": "h", "python_hook": {"path": "hooks/h.py", "callable_name": "f"}}
+    assert check_inputs([hook], tmp_path) == {
+        "data/expected.json": blake3.blake3(b"[4]").hexdigest(),
+        "hooks/h.py": blake3.blake3(b"def f(a):\n    return True\n").hexdigest(),
+        "link.json": "link:data/expected.json",
+        "pipe": "special",
+    }
+    assert check_inputs([decl("d", "final_response_present")], tmp_path) == {}  # no hook: only what checks name
 
 
 def test_check_results_redact_secrets(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from clawstore.store import Store
 from clawstore.testing.standin import StandIn, held
 from tests.hostile.attack import CLAW, run_claw
 from tests.support.judging import JUDGE, eval_profile, judge_reply, judge_requests
-from tests.support.oldclaw import old_claw, old_clawstore
+from tests.support.oldclaw import old_claw, old_clawstore, runs_keyed_alike
 from tests.support.prepared import run_here
 from tests.support.workspace import Workspace
 
@@ -28,6 +28,7 @@ CAMPAIGN = ("--suite", "main", "--run-profile", "rp", "--evaluation-profile", "e
 def old(ws: Workspace, standin: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The older claw; the 4 runs built, their 4 judgements (a judge with `cost`) not yet made."""
     monkeypatch.setenv("CLAW_BATCH_POLL_S", "0.1")
+    runs_keyed_alike(ws.configs)
     eval_profile(ws, repetitions=1)
     ws.edit("evaluation_profiles/ev.yaml", lambda d: d["judges"][0].update(cost={"input": 1.0, "output": 4.0}))
     standin.script(JUDGE, judge_reply(7))

@@ -17,7 +17,7 @@ import pytest
 from clawstore.testing.standin import StandIn, held
 from tests.hostile.attack import CLAW, Outcome, run_claw
 from tests.support.judging import JUDGE, eval_profile, judge_reply, judge_requests
-from tests.support.oldclaw import old_claw, old_clawstore
+from tests.support.oldclaw import old_claw, old_clawstore, runs_keyed_alike
 from tests.support.prepared import run_here
 from tests.support.workspace import Workspace
 
@@ -132,6 +132,7 @@ def test_the_older_claw_building_beside_this_one_pays_each_judgement_once(ws: Wo
     # the two claws key a judgement of a judge with `cost` differently: each must meet the other's claim (this claw
     # claims both keys) and find the other's record (this claw records under both), or both ask the judge
     old = old_clawstore(tmp_path / "old")
+    runs_keyed_alike(ws.configs)
     eval_profile(ws, repetitions=1)
     _judge_cost(ws, {"input": 1.0, "output": 4.0})
     built = run_here(ws.root, "build", "--suite", "main", "--run-profile", "rp")  # the runs (one key in both claws)

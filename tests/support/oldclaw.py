@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 # The last commit whose keys held a judge's `cost` and an OpenClaw run's prices (main when session 58 began).
@@ -33,6 +34,17 @@ def old_clawstore(into: Path, commit: str = KEYED_WITH_PRICES) -> Path:
 
 
 _EXTRACTED: dict[str, Path] = {}  # commit: its tree, extracted by this process
+
+
+def runs_keyed_alike(configs: Path) -> None:
+    """The run profile `rp` without `timeout_seconds` and `retries`: this claw's llm_probe run keys leave them out
+    since session 74 and the older claws' hold them, so without them both key the runs alike (with them, an older claw
+    building beside or after this one runs again the runs this one made: docs/building.md, Keys)."""
+    path = configs / "run_profiles" / "rp.yaml"
+    data = yaml.safe_load(path.read_text())
+    for name in ("timeout_seconds", "retries"):
+        data["runner_defaults"].pop(name, None)
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
 
 
 def old_claw(old: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from clawstore.errors import StoreError, UsageError, one_line
-from clawstore.host.durable import fsync_path, temp_name
+from clawstore.host.durable import fsync_path, process_alive, temp_name, temp_owner
 from clawstore.store.actions import (
     MISSING_INPUT,
     entry_problem,
@@ -103,6 +103,36 @@ class ArchiveContents:
         if declared is None or declared > limit:
             raise ArchiveError(f"object {oid} is too large to be read here ({declared} bytes, at most {limit})")
         return codec.decode_verified(oid, hexdigest, where, frame)
+
+    def content_size(self, oid: str, most: int) -> tuple[int, bool]:
+        """An object's content size and whether that is exact: the size its frame declares (checked against its
+        content as the archive was read: zstd refuses a frame whose content is not the size it declares), else its
+        content counted no further than `most` + 1 bytes (a few KB of zstd can hold GBs). Only the frame's header is
+        read for the first, never the whole frame."""
+        import io
+
+        hexdigest = oid[len(PREFIX):]
+        known = self._kept.get(hexdigest)
+        if known is not None:
+            return len(known), True
+        staged = self._staged.get(hexdigest)
+        try:
+            if staged is None:
+                reader = self._store.open_object(oid)
+            elif isinstance(staged, Path):
+                reader = codec.ObjectReader(oid, hexdigest, str(staged))
+            else:
+                reader = codec.ObjectReader(oid, hexdigest, str(staged.path), io.BytesIO(staged.read(hexdigest)))
+        except OSError as exc:
+            raise StoreError(f"cannot read {staged if isinstance(staged, Path) else self._store.root}: "
+                             f"{exc.strerror}") from None
+        with reader:
+            if reader.size is not None:
+                return reader.size, True
+            counted = 0
+            while counted <= most and (piece := reader.read(min(codec.CHUNK, most + 1 - counted))):
+                counted += len(piece)
+        return counted, counted <= most
 
     def read_record(self, record_id: str) -> bytes:
         """A record's content (verified), refused above the size of any record."""
@@ -404,7 +434,9 @@ def import_into(store_dir: Path, path: Path, pins: Iterable[str] = (), check: Co
     anchor = store_dir.absolute().parent
     while not anchor.is_dir():
         anchor = anchor.parent
-    staging = anchor / f".{store_dir.name or 'store'}.importing-{temp_name('')}"
+    prefix = f".{store_dir.name or 'store'}.importing-"
+    _remove_dead_stagings(anchor, prefix)
+    staging = anchor / f"{prefix}{temp_name('')}"
     try:
         with Store(staging) as staged:  # closed (its pack sealed, its files let go): the directory is about to move
             report = import_archive(staged, path, pins, check, untrusted)
@@ -419,6 +451,22 @@ def import_into(store_dir: Path, path: Path, pins: Iterable[str] = (), check: Co
         shutil.rmtree(staging, ignore_errors=True)
         return import_into(store_dir, path, pins, check, untrusted)  # into that store, or the folder's problem said
     return Store(store_dir, create=False), report
+
+
+def _remove_dead_stagings(anchor: Path, prefix: str) -> None:
+    """Remove the new stores earlier imports into this place were building when they were killed (`prefix` then a
+    temp name naming their process, now gone): whole stores no one will use, which nothing else would remove. A live
+    import's is left alone."""
+    try:
+        names = [name for name in os.listdir(anchor) if name.startswith(prefix)]
+    except OSError:
+        return
+    for name in names:
+        owner = temp_owner(name[len(prefix):])
+        path = anchor / name
+        if owner is None or process_alive(*owner) or path.is_symlink() or not path.is_dir():
+            continue
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _take_place(staging: Path, store_dir: Path) -> bool:

@@ -1,0 +1,100 @@
+"""An archive rebuilds elsewhere as the campaign would here: a campaign with judgements, a run whose cost is unknown,
+a failed run and what a SIGKILLed build finished (a real `claw build` process, the stand-in server counting
+requests), exported, imported into another store and workspace, then `claw status`, `report` and `query` compared
+and a build run in both places: the same requests."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from clawstore.testing.standin import StandIn, error, last_prompt, text
+from tests.hostile.attack import CLAW
+from tests.support.claw import Claw
+from tests.support.judging import JUDGE, eval_profile, judge_reply
+from tests.support.workspace import Workspace
+
+CAMPAIGN = ("--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev")
+QUERY = "select model_id, case_id, status, cost_usd, attempts, record_id from runs order by model_id, case_id"
+
+
+def _ok(claw: Claw, *args: str) -> str:
+    code, out, err = claw(*args)
+    assert code == 0, out + err
+    return out
+
+
+def _script(standin: StandIn) -> None:
+    standin.script(JUDGE, judge_reply(6))
+    standin.script("vendor/m2", text("blue", usage={"cost": None}), match="colour")  # (its cost unknown)
+    standin.script("vendor/m1", error(500, "upstream broke", usage={"prompt_tokens": 4, "cost": 0.001}),
+                   match="colour")  # (a failed run that spent money)
+
+
+def _killed_build(ws: Workspace, standin: StandIn) -> None:
+    """A build of a new case, SIGKILLed once m1's run of it is recorded while m2's still waits for its answer."""
+    ws.case("gamma", "Slow one?")
+    standin.script("vendor/m2", text("slow", latency=60), match="Slow one")
+    build = subprocess.Popen([CLAW, "build", *CAMPAIGN], cwd=ws.root, env=dict(os.environ),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            asked = {(r["model"], last_prompt(r["messages"])) for r in standin.requests}
+            if {("vendor/m1", "Slow one?"), ("vendor/m2", "Slow one?")} <= asked:
+                break
+            time.sleep(0.05)
+        time.sleep(1.0)  # (m1's answer came at once: its record is stored well within this)
+    finally:
+        build.send_signal(signal.SIGKILL)
+        build.wait()
+
+
+def _asked(standin: StandIn, since: int) -> Counter[tuple[str, str]]:
+    return Counter((r["model"], last_prompt(r["messages"])) for r in standin.requests[since:])
+
+
+def test_a_campaign_with_a_killed_builds_work_rebuilds_elsewhere_as_it_would_here(
+        ws: Workspace, claw: Claw, standin: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    eval_profile(ws, repetitions=1)
+    _script(standin)
+    assert claw("build", *CAMPAIGN)[0] == 1  # (its failed run)
+    _killed_build(ws, standin)
+    standin.reset()
+    _script(standin)
+
+    archive = tmp_path / "campaign.claw"
+    _ok(claw, "archive", "export", *CAMPAIGN, "-o", str(archive))
+    here = {"status": _ok(claw, "status", *CAMPAIGN), "query": _ok(claw, "query", QUERY, "--format", "json"),
+            "report": json.loads(_ok(claw, "report", *CAMPAIGN, "--output", "json", "--no-chart"))}
+    source = ws.root
+    elsewhere = tmp_path / "elsewhere"
+    _ok(claw, "archive", "import", str(archive), "--store", str(elsewhere / "store"), "--configs-to", str(elsewhere))
+
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.delenv("CLAW_STORE")
+    assert claw("fsck")[0] == 0
+    there = {"status": _ok(claw, "status", *CAMPAIGN), "query": _ok(claw, "query", QUERY, "--format", "json"),
+             "report": json.loads(_ok(claw, "report", *CAMPAIGN, "--output", "json", "--no-chart"))}
+    here["report"].pop("killed_builds")  # (the killed build was here: its spending is this store's to say)
+    assert there["report"].pop("killed_builds") == []
+    assert there == here  # costs, unknown costs, attempts, failures, states: the same numbers
+
+    before = len(standin.requests)
+    claw("build", *CAMPAIGN)
+    paid_there = _asked(standin, before)
+    monkeypatch.chdir(source)
+    monkeypatch.setenv("CLAW_STORE", str(tmp_path / "store"))
+    before = len(standin.requests)
+    claw("build", *CAMPAIGN)
+    paid_here = _asked(standin, before)
+    # What the killed build paid for (m1's run of gamma) is not paid for again there, as it is not here.
+    assert ("vendor/m1", "Slow one?") not in paid_here
+    assert paid_there == paid_here
