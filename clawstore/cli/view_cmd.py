@@ -173,16 +173,19 @@ def _view(suite: str, run_profile: str, evaluation_profile: str | None, against:
         manifest = _indexed(store, root, campaign)
         if manifest is None:
             break
-    try:  # (the heads the report is about to read; write_view tells the helper which it read)
-        helper.begin(root, [_head_ref(store, campaign)[0] for campaign in campaigns], manifest)
-    except UsageError:
-        pass  # (no build of a campaign: collect says so)
-    title = "claw view: " + " vs ".join(campaigns)
-    path = out or Path("outputs") / "view" / f"{ids.campaign_id}{'__vs__' + against if against else ''}.html"
+    # The heads read under leases naming them, until the page and its details are written (the helper beside reads
+    # them too): a build beside moving a ref on, then a gc, would delete a head mid-read (tests/gc/test_head_readers).
     # The report's rows and every batch of records are acyclic: the collector walking them (the report's hundreds of
     # MB, again at every batch) cost more than reading the records.
-    with collector_paused():
-        data = collect(store, campaigns, tags, manifest)
+    with contextlib.ExitStack() as leases, collector_paused():
+        read = {campaign: leases.enter_context(store.reading_ref(f"campaigns/{campaign}")) for campaign in campaigns}
+        try:  # (the heads the report is about to read; write_view tells the helper which it read)
+            helper.begin(root, [_head_ref(store, campaign, read[campaign])[0] for campaign in campaigns], manifest)
+        except UsageError:
+            pass  # (no build of a campaign: collect says so)
+        title = "claw view: " + " vs ".join(campaigns)
+        path = out or Path("outputs") / "view" / f"{ids.campaign_id}{'__vs__' + against if against else ''}.html"
+        data = collect(store, campaigns, tags, manifest, read)
         for campaign in campaigns:  # (what its figures leave out: never read as 0 spent on them)
             note(pending_note(store, campaign))
         if out is None:

@@ -7,6 +7,7 @@ or pulled with --untrusted and kept apart (docs/trust.md) is found by its id too
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -61,6 +62,14 @@ def resolve_side(store: StoreReader, name: str) -> tuple[str, str, str | None]:
 
 def read_side(store: StoreReader, name: str) -> SideScores:
     label, head_id, signer = resolve_side(store, name)
+    # A side named by a ref is read under a lease naming its head (a writable Store's reading_ref): a build beside
+    # moving the ref on, then a gc, deleted the head mid-read before session 74 (tests/gc/test_head_readers.py).
+    reading = getattr(store, "reading_ref", None) if signer is None and label != head_id else None
+    with reading(label) if reading is not None else contextlib.nullcontext(head_id) as leased:
+        return _read_side(store, label, leased or head_id, signer)
+
+
+def _read_side(store: StoreReader, label: str, head_id: str, signer: str | None) -> SideScores:
     doc = read_head_doc(store, head_id)
     if not isinstance(doc, dict) or not isinstance(doc.get("nodes"), list):
         raise UsageError(f"compare: {label} -> {head_id} is not a campaign state")

@@ -335,16 +335,18 @@ def _page_rows(campaign: int, rows: SummaryRows, cases: dict[str, int], scored: 
 
 
 def collect(store: StoreReader, campaign_ids: Sequence[str], tags: Mapping[str, Sequence[str]] | None = None,
-            manifest: Path | None = None) -> ViewData:
+            manifest: Path | None = None, read: Mapping[str, str | None] | None = None) -> ViewData:
     """The page's summary for one campaign, or a comparison of several (the first is the baseline); `manifest`
-    as build_report takes it. The rows' `runs` stay empty until run_details fills them."""
+    and `read` (a campaign's ref as the caller read it, under a lease) as build_report takes them. The rows' `runs`
+    stay empty until run_details fills them."""
     rows = SummaryRows()
     summary: dict[str, Any] = {"campaigns": [], "models": [], "cases": [], "rows": rows, "tags": {}}
     cases: dict[str, int] = {}
     reports, scores = [], []
     for index, campaign_id in enumerate(campaign_ids):
         report = build_report(store, campaign_id, manifest=manifest,
-                              sink=_page_rows(index, rows, cases, len(campaign_ids) > 1))
+                              sink=_page_rows(index, rows, cases, len(campaign_ids) > 1),
+                              read=(read or {}).get(campaign_id))
         page_rows = report.spilled
         assert isinstance(page_rows, _PageRows)
         reports.append(report)

@@ -1,4 +1,4 @@
-"""A read command beside a build and a gc: `claw status` (or `report`) has read the campaign ref and is about to
+"""A read command beside a build and a gc: `claw status` (or `report`, `view`, `compare`) has read the campaign ref and is about to
 read the head it names when a build moves the ref on and `claw gc --grace 0` runs (real processes: the reader is
 stopped there by tests/gc/proc_head_read.py). Session 74's race fuzzer: the reader held no lease, gc deleted the head
 it was reading, and it said the store was damaged and sent the user to `claw fsck --repair`."""
@@ -47,13 +47,15 @@ def _beside_build_and_gc(ws: Workspace, stop_in: str, *command: str) -> subproce
 
 
 @pytest.mark.parametrize(("stop_in", "command"), [("__init__", ("status", *CAMPAIGN)),  # (HeadByCases)
-                                                  ("_read_head", ("report", *CAMPAIGN, "--no-chart"))],
-                         ids=["status", "report"])
+                                                  ("_read_head", ("report", *CAMPAIGN, "--no-chart")),
+                                                  ("_read_head", ("view", *CAMPAIGN, "--out", "page.html")),
+                                                  ("read_side", ("compare", "main__rp__none", "main__rp__none"))],
+                         ids=["status", "report", "view", "compare"])
 def test_a_reader_beside_a_build_and_gc_reads_a_head_whole(tmp_path: Path, standin: StandIn, env: dict[str, str],  # noqa: F811
                                                            stop_in: str, command: tuple[str, ...]) -> None:
     """Before session 74: `claw status` exit 3, "ref campaigns/… points at blake3:…, which is not in the store: run
-    `claw fsck --repair`"; `claw report` exit 2, "ref campaigns/… points at missing object … (run claw fsck)". The
-    store was whole (fsck exits 0 after)."""
+    `claw fsck --repair`"; `claw report` exit 2, "ref campaigns/… points at missing object … (run claw fsck)"; `claw
+    view` the same, and `claw compare` exit 3 "object … is not in the store", until the end of session 74. The store was whole (fsck exits 0 after)."""
     ws = standard(tmp_path / "ws")
     assert run_here(ws.root, "build", *CAMPAIGN).code == 0
     if command[0] == "status":
@@ -61,6 +63,10 @@ def test_a_reader_beside_a_build_and_gc_reads_a_head_whole(tmp_path: Path, stand
     done = _beside_build_and_gc(ws, stop_in, *command)
     assert done.returncode == 0, done.stderr
     assert "fsck" not in done.stderr and "not in the store" not in done.stderr, done.stderr
-    assert "m1" in done.stdout and "m2" in done.stdout, done.stdout
+    if command[0] == "compare":  # (no judge: no scores to show, both sides named)
+        assert "A = campaigns/main__rp__none" in done.stdout and "B = campaigns/" in done.stdout, done.stdout
+    else:
+        shown = (ws.root / "page.html").read_text() if command[0] == "view" else done.stdout
+        assert "m1" in shown and "m2" in shown, shown[-2000:]
     fsck = run_here(ws.root, "fsck")
     assert fsck.code == 0, fsck
