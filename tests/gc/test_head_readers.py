@@ -1,7 +1,7 @@
-"""A read command beside a build and a gc: `claw status` (or `report`, `view`, `compare`) has read the campaign ref and is about to
-read the head it names when a build moves the ref on and `claw gc --grace 0` runs (real processes: the reader is
-stopped there by tests/gc/proc_head_read.py). Session 74's race fuzzer: the reader held no lease, gc deleted the head
-it was reading, and it said the store was damaged and sent the user to `claw fsck --repair`."""
+"""A read command beside a build and a gc: `claw status` (or `report`, `view`, `compare`) has read the campaign ref
+and is about to read the head it names when a build moves the ref on and `claw gc --grace 0` runs (real processes: the
+reader is stopped there by tests/gc/proc_head_read.py). Session 74's race fuzzer: the reader held no lease, gc deleted
+the head it was reading, and it said the store was damaged and sent the user to `claw fsck --repair`."""
 
 from __future__ import annotations
 
@@ -55,7 +55,8 @@ def test_a_reader_beside_a_build_and_gc_reads_a_head_whole(tmp_path: Path, stand
                                                            stop_in: str, command: tuple[str, ...]) -> None:
     """Before session 74: `claw status` exit 3, "ref campaigns/… points at blake3:…, which is not in the store: run
     `claw fsck --repair`"; `claw report` exit 2, "ref campaigns/… points at missing object … (run claw fsck)"; `claw
-    view` the same, and `claw compare` exit 3 "object … is not in the store", until the end of session 74. The store was whole (fsck exits 0 after)."""
+    view` the same, and `claw compare` exit 3 "object … is not in the store", until the end of session 74. The store
+    was whole (fsck exits 0 after)."""
     ws = standard(tmp_path / "ws")
     assert run_here(ws.root, "build", *CAMPAIGN).code == 0
     if command[0] == "status":
