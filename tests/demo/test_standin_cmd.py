@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -20,6 +22,21 @@ def _env(**extra: str) -> dict[str, str]:
     return {**env, **extra}
 
 
+@contextlib.contextmanager
+def _stopped_after(proc: subprocess.Popen[str]) -> Iterator[subprocess.Popen[str]]:
+    """`proc` killed at the end if it still runs: a test failing before it stops its stand-in left it running (one was
+    found at session 74's end, after a run at load 11-16)."""
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+
+
 def _chat(base_url: str) -> str:
     reply = httpx.post(f"{base_url}/chat/completions", trust_env=False, timeout=10,
                        json={"model": "openai/gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]})
@@ -27,14 +44,15 @@ def _chat(base_url: str) -> str:
 
 
 def test_foreground_prints_the_export_line_and_stops_on_ctrl_c() -> None:
-    proc = subprocess.Popen([*CLAW, "standin"], env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    line = proc.stdout.readline().strip()
-    assert line.startswith("export OPENROUTER_BASE_URL=http://127.0.0.1:") and line.endswith("/v1")
-    base_url = line.split("=", 1)[1]
-    assert "simulated" in _chat(base_url)  # the replies `claw demo` gets
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=30)
+    with _stopped_after(subprocess.Popen([*CLAW, "standin"], env=_env(), stdout=subprocess.PIPE,
+                                         stderr=subprocess.PIPE, text=True)) as proc:
+        assert proc.stdout is not None
+        line = proc.stdout.readline().strip()
+        assert line.startswith("export OPENROUTER_BASE_URL=http://127.0.0.1:") and line.endswith("/v1")
+        base_url = line.split("=", 1)[1]
+        assert "simulated" in _chat(base_url)  # the replies `claw demo` gets
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     assert "SIMULATED" in err and "needs no key" in err and err.strip().endswith("claw standin: stopped")
 
@@ -81,14 +99,14 @@ sys.exit(standin.main(sys.argv[1:]))
 
 def test_stop_is_answered_before_the_stand_in_exits() -> None:
     """The shutdown's reply is written before the process may end (CI once saw 'no stand-in answers' here)."""
-    proc = subprocess.Popen([sys.executable, "-c", SLOW_REPLIES, "--print-port"], env=_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    port = proc.stdout.readline().strip()
-    base_url = f"http://127.0.0.1:{port}/v1"
-    stop = subprocess.run([*CLAW, "standin", "--stop"], env=_env(OPENROUTER_BASE_URL=base_url),
-                          capture_output=True, text=True, timeout=30)
-    assert stop.returncode == 0 and f"stopped the stand-in on {base_url}" in stop.stderr, stop.stderr
-    # (the shell still exports its URL: a build there would fail every run "Connection refused")
-    assert "unset OPENROUTER_BASE_URL" in stop.stderr, stop.stderr
-    assert proc.wait(timeout=30) == 0  # and it did stop
+    with _stopped_after(subprocess.Popen([sys.executable, "-c", SLOW_REPLIES, "--print-port"], env=_env(),
+                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)) as proc:
+        assert proc.stdout is not None
+        port = proc.stdout.readline().strip()
+        base_url = f"http://127.0.0.1:{port}/v1"
+        stop = subprocess.run([*CLAW, "standin", "--stop"], env=_env(OPENROUTER_BASE_URL=base_url),
+                              capture_output=True, text=True, timeout=30)
+        assert stop.returncode == 0 and f"stopped the stand-in on {base_url}" in stop.stderr, stop.stderr
+        # (the shell still exports its URL: a build there would fail every run "Connection refused")
+        assert "unset OPENROUTER_BASE_URL" in stop.stderr, stop.stderr
+        assert proc.wait(timeout=30) == 0  # and it did stop
