@@ -6,23 +6,15 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 from collections import Counter
 
 from clawstore.testing.standin import StandIn, held, text
 from tests.hostile.attack import CLAW
-from tests.support.claw import env  # noqa: F401 - fixture
+from tests.support.claw import env, requests_sent  # noqa: F401 - fixture
 from tests.support.prepared import run_here
 from tests.support.workspace import standard
 
 CAMPAIGN = ("--suite", "main", "--run-profile", "rp")
-
-
-def _sent(standin: StandIn, count: int) -> None:
-    deadline = time.monotonic() + 30
-    while len(standin.requests) < count and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert len(standin.requests) >= count, standin.requests
 
 
 def test_a_case_added_and_built_while_an_earlier_build_runs_is_kept_by_gc(tmp_path, standin: StandIn,
@@ -38,7 +30,7 @@ def test_a_case_added_and_built_while_an_earlier_build_runs_is_kept_by_gc(tmp_pa
     first = subprocess.Popen([CLAW, "build", *CAMPAIGN], cwd=ws.root, env=dict(os.environ),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        _sent(standin, 4)  # the first build planned alpha and beta and waits for their answers
+        requests_sent(standin, 4)  # the first build planned alpha and beta and waits for their answers
         ws.case("gamma", "The gamma question?")
         second = run_here(ws.root, "build", *CAMPAIGN, "--case", "gamma")
         assert second.code == 0, second

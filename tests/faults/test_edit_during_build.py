@@ -15,18 +15,11 @@ import pytest
 
 from clawstore.testing.standin import StandIn, held
 from tests.hostile.attack import CLAW
-from tests.support.claw import env  # noqa: F401 - fixture
+from tests.support.claw import env, requests_sent  # noqa: F401 - fixture
 from tests.support.prepared import run_here
 from tests.support.workspace import Workspace, standard
 
 CAMPAIGN = ("--suite", "main", "--run-profile", "rp")
-
-
-def _sent(standin: StandIn, count: int) -> None:
-    deadline = time.monotonic() + 30
-    while len(standin.requests) < count and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert len(standin.requests) >= count, standin.requests
 
 
 def _prompt(ws: Workspace) -> None:
@@ -47,7 +40,7 @@ def test_an_edit_during_a_build_is_built_by_the_next(tmp_path: Path, standin: St
     build = subprocess.Popen([CLAW, "build", *CAMPAIGN], cwd=ws.root, env=dict(os.environ),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        _sent(standin, 4)  # planned: every config read
+        requests_sent(standin, 4)  # planned: every config read
         assert callable(edit)
         edit(ws)
         time.sleep(2.2)  # (older than the stamp's racy window when the build ends)

@@ -8,24 +8,16 @@ import os
 import re
 import signal
 import subprocess
-import time
 from collections import Counter
 from pathlib import Path
 
 from clawstore.testing.standin import StandIn, held
 from tests.hostile.attack import CLAW, run_claw
-from tests.support.claw import env  # noqa: F401 - fixture
+from tests.support.claw import env, requests_sent  # noqa: F401 - fixture
 from tests.support.prepared import run_here
 from tests.support.workspace import Workspace, standard
 
 CAMPAIGN = ("--suite", "main", "--run-profile", "rp")
-
-
-def _sent(standin: StandIn, count: int) -> None:
-    deadline = time.monotonic() + 30
-    while len(standin.requests) < count and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert len(standin.requests) >= count, standin.requests
 
 
 def _one_killed_beside_one_that_ends(ws: Workspace, standin: StandIn) -> tuple[str, str]:
@@ -37,10 +29,10 @@ def _one_killed_beside_one_that_ends(ws: Workspace, standin: StandIn) -> tuple[s
     first = subprocess.Popen([CLAW, "build", *CAMPAIGN], cwd=ws.root, env=dict(os.environ),
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        _sent(standin, 2)  # the first build holds two nodes' claims, its requests held
+        requests_sent(standin, 2)  # the first build holds two nodes' claims, its requests held
         second = subprocess.Popen([CLAW, "build", *CAMPAIGN], cwd=ws.root, env=dict(os.environ),
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        _sent(standin, 4)  # the second took the two others
+        requests_sent(standin, 4)  # the second took the two others
     finally:
         first.send_signal(signal.SIGKILL)
         first.wait()
@@ -82,10 +74,10 @@ def test_a_node_the_killed_build_finished_is_not_paid_again_by_the_build_beside(
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     second = None
     try:
-        _sent(standin, 2)  # c1 and c2, claimed by the first build
+        requests_sent(standin, 2)  # c1 and c2, claimed by the first build
         second = subprocess.Popen([CLAW, "build", *CAMPAIGN], cwd=ws.root, env=dict(os.environ),
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        _sent(standin, 4)  # c3 and c4 by the second, which waits for c1's and c2's claims
+        requests_sent(standin, 4)  # c3 and c4 by the second, which waits for c1's and c2's claims
         standin.release("first")
         assert first.stderr is not None
         for line in first.stderr:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -60,3 +61,11 @@ class Claw:
 @pytest.fixture
 def claw(ws: Workspace) -> Claw:
     return Claw(ws.root)
+
+
+def requests_sent(standin: StandIn, count: int, timeout: float = 30) -> None:
+    """Wait until the stand-in has been asked at least `count` requests (a build beside the test reached that point)."""
+    deadline = time.monotonic() + timeout
+    while len(standin.requests) < count and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert len(standin.requests) >= count, standin.requests
