@@ -47,6 +47,10 @@ class Recorder:
 
     def __post_init__(self) -> None:
         self._inside_skip = self.skip + os.sep
+        # The store's own staging directory, made beside it by a build that creates the store and renamed into place
+        # (store/core/layout.py): read as it is made, gone at the end. Recorded, it made a cold build into a new store
+        # leave no stamp ("changed since the build read it"), and the next no-op planned the whole campaign.
+        self._staging = os.path.join(os.path.dirname(self.skip), f".{os.path.basename(self.skip)}.new-")
 
     def add(self, raw: Any) -> None:
         if isinstance(raw, int):
@@ -54,7 +58,8 @@ class Recorder:
         if isinstance(raw, str) and raw.startswith(self._inside_skip) and "/." not in raw:
             return  # a store file by its absolute, normal path: most of a build's events, skipped without abspath
         path = os.path.abspath(os.fsdecode(raw))
-        if path.startswith(self.root + os.sep) and not (path == self.skip or path.startswith(self.skip + os.sep)):
+        if path.startswith(self.root + os.sep) and not (path == self.skip or path.startswith(self.skip + os.sep)
+                                                        or path.startswith(self._staging)):
             if path not in self.paths:
                 self.first[path] = _stat(path)
             self.paths.add(path)
