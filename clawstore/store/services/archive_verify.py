@@ -22,7 +22,7 @@ import blake3
 import zstandard
 
 from clawstore.errors import StoreError, UsageError
-from clawstore.store.core.codec import decompressor
+from clawstore.store.core.codec import bomb_text, content_bound, decompressor
 from clawstore.store.core.ids import PREFIX
 from clawstore.store.core.packfile import KIND_OBJECT, Blob, PackWriter
 from clawstore.store.services.archive_listing import SortedDigests
@@ -39,12 +39,6 @@ WORKERS = 2
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 KEEP_EACH = 64 << 10  # a record kept decoded for the entry checks (claw's are a few KiB)
 KEEP_BUDGET = 64 << 20  # all of them: entries may point at anything, decompression bombs included
-# Content all of an archive's frames may decode to: CONTENT_RATIO times their bytes, at least CONTENT_FLOOR. A frame of
-# 4-byte RLE blocks decodes 32,768 times its size (0.6 s of CPU a GiB, decoded and hashed): before session 75 a 1 MB
-# archive held `verify` and `import` for ten minutes before its content was found not to match its name. A store's
-# own frames of zeros reach that ratio too, but a whole campaign's (JSON records, transcripts) is below 20:1.
-CONTENT_FLOOR = 512 << 20
-CONTENT_RATIO = 1024
 
 
 class PackStage:
@@ -247,7 +241,7 @@ class Verifier:
     def limit(self, stored_bytes: int) -> None:
         """Bound the content all frames may decode to by their `stored_bytes` (CONTENT_RATIO times, CONTENT_FLOOR at
         least)."""
-        self.bound = self._room = max(CONTENT_FLOOR, CONTENT_RATIO * stored_bytes)
+        self.bound = self._room = content_bound(stored_bytes)
 
     def _charge(self, hexdigest: str, size: int) -> None:
         """`size` more bytes of content to decode: refused past the bound (earlier members in the pool named first)."""
@@ -256,9 +250,7 @@ class Verifier:
         self._room -= size
         if self._room < 0:
             self.finish()
-            raise self._damaged(hexdigest, f"it decodes to more than the {self.bound >> 20} MiB of content an archive "
-                                f"of this size may hold: {CONTENT_RATIO} times its frames' bytes, "
-                                f"{CONTENT_FLOOR >> 20} MiB at least")
+            raise self._damaged(hexdigest, bomb_text(self.bound))
 
     def _damaged(self, hexdigest: str, why: str) -> ObjectCheckError:
         return ObjectCheckError(f"{self._where}: object {PREFIX}{hexdigest} is damaged ({why})")

@@ -1,11 +1,12 @@
-"""An archive whose one frame is a decompression bomb: a few hundred KB of zstd blocks that decode to gigabytes.
+"""An archive, or a pulled pack, whose one frame is a decompression bomb: a few hundred KB of zstd blocks that decode
+to gigabytes.
 
 Memory stays bounded whatever a frame decodes to (session 74: tests/gc/test_archive_read_memory.py), but before
-session 75 the CPU did not: `claw archive verify` and `import` decoded and hashed every byte of it (0.6 s a GiB) before
-finding that the content did not match its name, so a 1 MB archive held a machine for minutes. Now the content an
-archive may decode to is bounded by its own size (archive_verify.CONTENT_RATIO times its frames' bytes, at least
-CONTENT_FLOOR): a frame that declares more is refused before any of it is decoded, and one that declares no size is
-stopped as soon as its output passes what is left.
+session 75 the CPU did not: `claw archive verify` and `import`, and `claw pull`, decoded and hashed every byte of it
+(0.6 s a GiB) before finding that the content did not match its name: 512 KiB held an import 6 s, a pull 45 s. Now the
+content an archive's or a pack's frames may decode to is bounded by their own size (codec.CONTENT_RATIO times their
+bytes, at least CONTENT_FLOOR): a frame that declares more is refused before any of it is decoded, and one that
+declares no size is stopped as soon as its output passes what is left.
 """
 
 from __future__ import annotations
@@ -17,11 +18,15 @@ from pathlib import Path
 import pytest
 
 from clawstore.store import Store
+from clawstore.store.actions import set_entries
+from clawstore.store.core import codec
+from clawstore.store.core.codec import CONTENT_FLOOR, CONTENT_RATIO
 from clawstore.store.core.ids import PREFIX
 from clawstore.store.services.archive import write_archive
 from clawstore.store.services.archive_import import import_archive
-from clawstore.store.services.archive_verify import CONTENT_FLOOR, CONTENT_RATIO
-from tests.support.claw import Claw
+from clawstore.testing.standin import StandIn
+from tests.support.claw import Claw, env  # noqa: F401 (fixture)
+from tests.support.workspace import standard
 
 BLOCK = 1 << 17  # zstd's largest block
 GIB = 1 << 30
@@ -52,7 +57,10 @@ def hostile_archive(root: Path, bomb: bytes) -> tuple[Path, str]:
 
 
 @pytest.mark.parametrize("declare", [True, False], ids=["declared", "sizeless"])
-def test_an_archive_holding_a_decompression_bomb_is_refused_at_once(tmp_path: Path, declare: bool) -> None:
+def test_an_archive_holding_a_decompression_bomb_is_refused_at_once(tmp_path: Path, declare: bool,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    if not declare:  # (decoded up to the floor before it is stopped: a smaller floor keeps the test quick under load)
+        monkeypatch.setattr(codec, "CONTENT_FLOOR", 64 << 20)
     bomb = bomb_frame(16 * GIB, declare)  # 512 KiB that decode to 16 GiB: ~10 s of CPU before
     assert len(bomb) < 600 << 10
     archive, bomb_id = hostile_archive(tmp_path, bomb)
@@ -86,3 +94,37 @@ def test_an_archive_of_legitimately_repetitive_content_is_still_read(tmp_path: P
     target = Store(tmp_path / "target")
     assert import_archive(target, archive).new_objects == 3
     assert target.get_bytes(ids[1]) == b"x" * (8 << 20)
+
+
+@pytest.mark.parametrize("declare", [True, False], ids=["declared", "sizeless"])
+def test_a_pull_of_a_pack_holding_a_decompression_bomb_is_refused_at_once(
+        tmp_path: Path, env: dict[str, str], standin: StandIn, monkeypatch: pytest.MonkeyPatch,  # noqa: F811
+        declare: bool) -> None:
+    """Bob's store holds the bomb as the record of an action-cache entry, so his push sends it in a pack; Alice's
+    `pull --untrusted` checks every frame of what it receives (45 s of CPU before)."""
+    if not declare:
+        monkeypatch.setattr(codec, "CONTENT_FLOOR", 64 << 20)
+    bob = standard(tmp_path / "bob")
+    monkeypatch.chdir(bob.root)
+    monkeypatch.setenv("CLAW_STORE", str(bob.root / "store"))
+    assert Claw(bob.root).build()[0] == 0
+    store = Store(bob.root / "store", create=False)
+    digest = bytes.fromhex("ab" * 32)
+    with store.batch():
+        store.put_frame(digest, bomb_frame(16 * GIB, declare))
+        key = store.put_json({"input": "bomb"})
+        set_entries(store, {bytes.fromhex(key[len(PREFIX):]): (digest, 1)})
+    remote = tmp_path / "share"
+    code, out, err = Claw(bob.root)("push", str(remote))
+    assert code == 0, out + err
+
+    alice = standard(tmp_path / "alice")
+    monkeypatch.chdir(alice.root)
+    monkeypatch.setenv("CLAW_STORE", str(alice.root / "store"))
+    started = time.monotonic()
+    code, out, err = Claw(alice.root)("pull", "--untrusted", str(remote))
+    took = time.monotonic() - started
+    assert took < 2.0, f"the pull took {took:.1f} s"
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, out + err
+    assert "abababababababab" in err and "more than" in err, err
+    assert not (alice.root / "store").exists() or Store(alice.root / "store", create=False).list_refs() == {}
