@@ -396,7 +396,8 @@ class S3Backend:
         endpoint = endpoint_url or os.environ.get("AWS_ENDPOINT_URL") or None
         # read_timeout: how long an answer may go silent, headers or body (botocore's own 60 s held a pull that long
         # on each stalled pack); a silence before the headers is retried once (`_unreachable_until_answered`), one in
-        # a body ends the download (docs/remote.md, "A stalled server")
+        # a body ends the download (over ONE_GET_MAX, boto3's transfer manager asks again: its 5 attempts;
+        # docs/remote.md, "A stalled server")
         config = Config(retries={"max_attempts": 5, "mode": "standard"}, max_pool_connections=32,
                         connect_timeout=CONNECT_TIMEOUT_S, read_timeout=s3_read_timeout())
         self.client: Any = boto3.client("s3", endpoint_url=endpoint, config=config)
