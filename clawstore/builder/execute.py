@@ -48,8 +48,10 @@ class Stop:
 
     def refused(self, node: Node) -> bool:
         """Does `node` send to an endpoint that refused this build?"""
-        return bool(self.refusals) and self.endpoint_of is not None and \
-            self.refusals.refuses(self.endpoint_of(node))  # type: ignore[union-attr]
+        refusals, endpoint_of = self.refusals, self.endpoint_of
+        if not refusals or endpoint_of is None:  # (none refused: no step per node)
+            return False
+        return refusals.refuses(endpoint_of(node))
 
     def stops(self, node: Node) -> bool:
         """Is `node` one this stop keeps from starting, now?"""
