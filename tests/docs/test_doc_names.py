@@ -32,6 +32,9 @@ CALL = re.compile(r"(?<![\w.$/-])([A-Za-z_]\w*)\((?!\))")
 KEYWORD = re.compile(r"(?<![\w.])([a-z_]\w*)=(?!=)")
 # `module.Name`, `pkg/module.name`, `clawstore.pkg.module.NAME`: a class, constant or function of a module of claw.
 MODULE_ATTR = re.compile(r"(?<![\w/.])((?:clawstore[./])?(?:[a-z_]+/)*[a-z_]+)\.([A-Za-z_]\w*)")
+# A name given beside its module's file, in the prose: graph/plan.py `Node.legacy`, (cli/common.py
+# `closed_with_command`); not a second file (`store.py`, `face.py`)
+BESIDE = re.compile(r"((?:clawstore/)?[a-z_]+(?:/[a-z_]+)*\.py)`?,?\s+`([A-Za-z_]\w*)(?:\.(?!py`)\w+)*`")
 SUFFIXES = {"py", "md", "json", "sql", "yaml", "yml", "sh", "toml", "txt", "html", "js", "csv", "parquet", "d"}
 
 
@@ -214,3 +217,27 @@ def test_every_class_constant_and_path_qualified_name_of_a_module_exists() -> No
                         and not defined(name, modules()[module]):
                     missing.append(f"{doc.relative_to(REPO)}:{n}: {module}.{name}")
     assert missing == []
+
+
+def named_beside(line: str) -> Iterator[tuple[str, str]]:
+    """(module path, name) for each name given right after its module's file in a line of prose."""
+    for path, name in BESIDE.findall(line):
+        yield path.removeprefix("clawstore/").removesuffix(".py"), name
+
+
+def test_every_name_given_beside_its_module_file_is_in_it() -> None:
+    """docs/building.md said a build whose cost could be unknown is refused by cli/build_cmd.py `_check_budget`: there
+    is no such function (project/front.py `Project._within_budget` refuses it). The name is defined or used there
+    (fsck_reach.py `get_many_bytes`: the store's method it calls)."""
+    missing = [f"{doc.relative_to(REPO)}:{n}: {module}.py {name}" for doc in documents()
+               for n, line in enumerate(doc.read_text(encoding="utf-8").splitlines(), 1)
+               for module, name in named_beside(line)
+               if module in modules() and not any(re.search(rf"\b{name}\b", path.read_text(encoding="utf-8"))
+                                                  for path in modules()[module])]
+    assert missing == []
+
+
+def test_a_name_beside_a_module_file_is_read_as_its() -> None:
+    assert list(named_beside("refused (cli/build_cmd.py `_check_budget`), as graph/plan.py `Node.legacy` says")) == [
+        ("cli/build_cmd", "_check_budget"), ("graph/plan", "Node")]
+    assert list(named_beside("`store.py`, `face.py`")) == []
