@@ -167,7 +167,7 @@ with store.lease("build {KILLED_BUILD}"):  # as builder/engine.py holds it
 """
 
 
-def test_a_killed_builds_container_runs_on_until_the_next_sweep_stops_it(real_spec, engine_env, store, tmp_path, reap):
+def test_a_killed_builds_container_runs_on_until_the_next_sweep_stops_it(real_spec, engine_env, store, tmp_path):
     """A process holding a build's lease starts a real container and is SIGKILLed: the container outlives it
     (its `docker run` is in a session of its own) until stop_orphans, what the next build and gc call."""
     engine: DockerEngine = engine_env["engine"]
@@ -177,8 +177,8 @@ def test_a_killed_builds_container_runs_on_until_the_next_sweep_stops_it(real_sp
         spec_file, workdir = tmp_path / "spec.pickle", tmp_path / "work"
         spec_file.write_bytes(pickle.dumps(real_spec(standin.base_url, timeout_seconds=120)))
         workdir.mkdir()
-        build = reap(subprocess.Popen([sys.executable, "-c", BUILD_PROCESS, str(spec_file), str(store.root),
-                                       str(workdir)], env=dict(os.environ)))
+        build = subprocess.Popen([sys.executable, "-c", BUILD_PROCESS, str(spec_file), str(store.root), str(workdir)],
+                                 env=dict(os.environ))
         deadline = time.monotonic() + 90
         names: list[str] = []
         while not names and time.monotonic() < deadline and build.poll() is None:
