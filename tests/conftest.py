@@ -12,6 +12,7 @@ from clawstore.providers import ProviderClient
 from clawstore.testing.standin import StandIn
 from tests.support.descriptors import described, left_open, open_descriptors, still_open
 from tests.support.edited import edited_note
+from tests.support.reaped import reap  # noqa: F401 - a fixture every test may use
 
 
 @pytest.fixture(autouse=True)

@@ -36,7 +36,9 @@ def render_plan(plan: Any, output: str) -> str:
     layers = ", ".join(f"{kind} {c['execute']} execute / {c['reuse']} reuse" for kind, c in plan.layers.items())
     wall = plan.estimated_wall_s
     by_batch = f" with judgements by batch ({plan.one_by_one_cost.cell(6)} USD one by one)" if plan.batch else ""
-    total = (f"\nplan {plan.campaign_id}: {_requests(plan.requests, plan.minimum)} request(s)"
+    pending = (f" ({plan.pending} pending in provider batches: the build collects them, sending nothing)"
+               if plan.pending else "")
+    total = (f"\nplan {plan.campaign_id}: {_requests(plan.requests, plan.minimum)} request(s){pending}"
              f"{AT_LEAST if plan.minimum else ''}"
              f"{'' if plan.exact else ' (at most: some judgements wait for new check results)'}; "
              f"estimated cost {plan.estimated_cost.usd_text()}{by_batch}; estimated wall time "

@@ -11,7 +11,7 @@ import click
 from clawstore.cli.common import existing_store_root, open_existing, store_option
 from clawstore.errors import UsageError, one_line, utf8_argument
 from clawstore.host.durable import atomic_file, output_problem
-from clawstore.project.places import is_read_only
+from clawstore.project.places import is_read_only, workspace_root
 
 if TYPE_CHECKING:
     from clawstore.query.engine import QueryRows
@@ -82,7 +82,9 @@ def query_command(sql_or_name: str | None, fmt: str, out: Path | None, params: t
         if problem is not None:
             raise UsageError(problem)
     root = existing_store_root(store_dir)
-    sql, saved_in = resolve_sql(utf8_argument(sql_or_name, "SQL"), Path.cwd())  # (DuckDB: UTF-8 only)
+    # (the workspace's queries/, found as its store is: from any folder inside it; outside one, the cwd's)
+    sql, saved_in = resolve_sql(utf8_argument(sql_or_name, "SQL"),  # (DuckDB: UTF-8 only)
+                                workspace_root(Path.cwd()) or Path.cwd())
     with contextlib.ExitStack() as elsewhere:
         # The campaigns' current heads are brought up to date; the builds finished since the last query join
         # the manifest only for SQL that reads their history (a damaged build log is then named and skipped).

@@ -62,10 +62,10 @@ def resolve_side(store: StoreReader, name: str) -> tuple[str, str, str | None]:
 
 def read_side(store: StoreReader, name: str) -> SideScores:
     label, head_id, signer = resolve_side(store, name)
-    # A side named by a ref is read under a lease naming its head (a writable Store's reading_ref): a build beside
-    # moving the ref on, then a gc, deleted the head mid-read before session 74 (tests/gc/test_head_readers.py).
-    reading = getattr(store, "reading_ref", None) if signer is None and label != head_id else None
-    with reading(label) if reading is not None else contextlib.nullcontext(head_id) as leased:
+    # A side named by a ref is read under a lease naming its head: a build beside moving the ref on, then a gc,
+    # deleted the head mid-read before session 74 (tests/gc/test_head_readers.py).
+    by_ref = signer is None and label != head_id
+    with store.reading_ref(label) if by_ref else contextlib.nullcontext(head_id) as leased:
         return _read_side(store, label, leased or head_id, signer)
 
 

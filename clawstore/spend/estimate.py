@@ -12,10 +12,11 @@ from clawstore.builder.inorder import InOrder
 from clawstore.builder.workplan import LAYERS, PAID_LAYERS, LayerCounts, Work, work_items
 from clawstore.runners.pricing import priced_cost, pricing
 from clawstore.spend.history import History, Usage, load_history, prompt_chars
+from clawstore.store.core.ids import oid_hex
 from clawstore.values.costs import PRICED, REPORTED, UNKNOWN, CostSum
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Mapping
 
     from clawstore.builder.api import NodeState, UntrustedSeen
     from clawstore.builder.casestamp import ByCase
@@ -51,6 +52,7 @@ class PlanLine:
     reused: int = 0
     unplanned: int = 0
     open_ended: int = 0  # requests counted once that may be more (a tool loop, an agent: one per turn)
+    pending: int = 0  # nodes a provider batch stands for: the build collects them and sends nothing for them
     input_tokens: float = 0.0
     output_tokens: float = 0.0
     cost: CostSum = CostSum()
@@ -89,7 +91,8 @@ class PlanLine:
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "name": self.name, "model": self.model, "requests": self.requests,
-                "reused": self.reused, "unplanned": self.unplanned, "requests_minimum": bool(self.open_ended),
+                "reused": self.reused, "unplanned": self.unplanned, "pending": self.pending,
+                "requests_minimum": bool(self.open_ended),
                 "estimated_input_tokens": round(self.input_tokens),
                 "estimated_output_tokens": round(self.output_tokens),
                 "estimated_cost_usd": None if self.cost_usd is None else round(self.cost_usd, 9),
@@ -117,6 +120,11 @@ class SpendPlan:
     @property
     def requests(self) -> int:
         return sum(line.requests for line in self.lines)
+
+    @property
+    def pending(self) -> int:
+        """Nodes a provider batch stands for (docs/batch.md): collected by the build, never sent again."""
+        return sum(line.pending for line in self.lines)
 
     @property
     def exact(self) -> bool:
@@ -156,7 +164,8 @@ class SpendPlan:
     def to_json(self) -> dict[str, Any]:
         cost = self.estimated_cost_usd
         wall = self.estimated_wall_s
-        return {"campaign": self.campaign_id, "requests": self.requests, "requests_exact": self.exact,
+        return {"campaign": self.campaign_id, "requests": self.requests, "pending": self.pending,
+                "requests_exact": self.exact,
                 "requests_minimum": self.minimum,
                 "estimated_cost_usd": None if cost is None else round(cost, 9),
                 "estimated_known_cost_usd": round(self.estimated_cost.known_usd, 9),
@@ -285,6 +294,10 @@ def plan_spend(campaign: Campaign, store: Store, force: bool = False, max_concur
     window at a time: each paid node's part of its line is kept in a file and added in the campaign's order, so
     every sum is the same float as the whole campaign's plan (builder/inorder.py)."""
     from clawstore.builder.api import fold_windows
+    from clawstore.builder.batch_doc import covered_keys, pending
+
+    # What a build collects from a provider batch instead of asking (builder/batch_layer.py): no request, no cost
+    batched = covered_keys(pending(store))
 
     def fold(windows: Iterator[list[NodeState]]) -> tuple[InOrder, LayerCounts]:
         parts, counts = InOrder(campaign.model_ids), LayerCounts()
@@ -295,7 +308,7 @@ def plan_spend(campaign: Campaign, store: Store, force: bool = False, max_concur
             for work in work_items(campaign, states, force):
                 counts.add(work)
                 if work.kind in PAID_LAYERS:
-                    parts.add(work.kind, work.address["model_id"], _part(work, history))
+                    parts.add(work.kind, work.address["model_id"], _part(work, history, batched))
             parts.end_window()
         if history is None:
             load_history(store)  # (the manifest brought up to date all the same)
@@ -304,11 +317,14 @@ def plan_spend(campaign: Campaign, store: Store, force: bool = False, max_concur
     parts, counts = fold_windows(campaign, store, force, fold, seen, reasoned=False)  # (a plan prints no reasons)
     lines: dict[tuple[str, str], PlanLine] = {}
     profile = campaign.evaluation_profile
-    for kind, name, model, estimate, unplanned, open_ended in parts:
+    for kind, name, model, estimate, unplanned, open_ended, in_batch in parts:
         line = lines.get((kind, name))
         if line is None:
             line = lines[(kind, name)] = (PlanLine("run", name, model) if kind == "run"
                                           else _judge_line(_profile(profile).judge(name), batch))
+        if in_batch:
+            line.pending += 1
+            continue
         if estimate is None:
             line.reused += 1
             continue
@@ -356,16 +372,21 @@ def _profile(profile: EvaluationProfile | None) -> EvaluationProfile:
     return profile
 
 
-def _part(work: Work, history: History) -> tuple[Any, ...]:
+def _part(work: Work, history: History, batched: Mapping[str, Any]) -> tuple[Any, ...]:
     """A paid node's part of its plan line: (kind, line name, model, estimate or None when reused, unplanned,
-    open-ended), plain values (kept in a file until added in the campaign's order)."""
+    open-ended, pending in a provider batch), plain values (kept in a file until added in the campaign's order).
+    `batched`: the node keys (hex) a provider batch stands for."""
     run = work.kind == "run"
     name = work.address["model_id"] if run else work.judge.judge_id
     model = work.item.resolved_model if run else ""
     if not work.executes:
-        return (work.kind, name, model, None, 0, 0)
+        return (work.kind, name, model, None, 0, 0, 0)
+    node = work.node
+    if batched and node is not None and any(
+            oid_hex(key) in batched for key in (node.key, *((node.legacy[0],) if node.legacy else ()))):
+        return (work.kind, name, model, None, 0, 0, 1)
     estimate = _fields_of(estimate_run(work, history) if run else estimate_judge(work, history))
-    return (work.kind, name, model, estimate, 0 if work.exact else 1, 1 if run and may_loop(work.item) else 0)
+    return (work.kind, name, model, estimate, 0 if work.exact else 1, 1 if run and may_loop(work.item) else 0, 0)
 
 
 # An estimate's fields as a tuple, in their order (as dataclasses.astuple, which copies each value deeply: 12.5 µs an

@@ -97,8 +97,9 @@ class Refs(RefReader, Protocol):
 
 @runtime_checkable
 class StoreReader(ObjectReader, ActionReader, RefReader, Protocol):
-    """Everything a reader asks of a store: objects (and the list of them), entries, refs, the leases
-    held, and the directory it is (whose derived files, e.g. the query manifest, live beside it)."""
+    """Everything a reader asks of a store: objects (and the list of them), entries, refs (read under a lease that
+    keeps the head a ref names from a gc: `reading_ref`), the leases held, and the directory it is (whose derived
+    files, e.g. the query manifest, live beside it)."""
 
     @property
     def root(self) -> Path: ...
@@ -106,6 +107,8 @@ class StoreReader(ObjectReader, ActionReader, RefReader, Protocol):
     def iter_objects(self) -> Iterator[str]: ...
 
     def list_leases(self) -> list[LeaseInfo]: ...
+
+    def reading_ref(self, name: str) -> contextlib.AbstractContextManager[str | None]: ...
 
 
 @runtime_checkable

@@ -20,6 +20,7 @@ from clawstore.store.core.ids import oid_hex
 from clawstore.testing.standin import StandIn, text
 from tests.support.claw import Claw
 from tests.support.judging import JUDGE, build, eval_profile, judge_reply, judge_requests
+from tests.support.reaped import Reap
 from tests.support.workspace import Workspace
 
 
@@ -221,7 +222,8 @@ def test_a_judge_reply_reporting_a_cost_but_no_counts_has_unknown_tokens_and_its
     assert report["metrics"]["input_tokens"] is None and report["metrics"]["tokens_unknown"] == 4, report["metrics"]
 
 
-def test_two_concurrent_builds_submit_each_judgement_once(scored: Workspace, claw: Claw, standin: StandIn) -> None:
+def test_two_concurrent_builds_submit_each_judgement_once(scored: Workspace, claw: Claw, standin: StandIn,
+                                                          reap: Reap) -> None:
     standin.batch_settings(delay=60)
     assert build(claw, "--batch")[0] == 0  # the runs first (their judgements in a batch, cancelled)
     assert claw("batch", "cancel", "--all")[0] == 0
@@ -229,7 +231,7 @@ def test_two_concurrent_builds_submit_each_judgement_once(scored: Workspace, cla
     standin.batch_settings(delay=0.3)
     args = ("build", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev", "--batch", "--wait",
             "--output", "json")
-    first, second = claw.popen(*args), claw.popen(*args)
+    first, second = reap(claw.popen(*args)), reap(claw.popen(*args))
     outs = [p.communicate(timeout=120) for p in (first, second)]
     assert first.returncode == 0 and second.returncode == 0, outs
     assert standin.batch_stats()["lines"] == base + 12 and judge_requests(standin) == 0
@@ -527,7 +529,7 @@ def test_max_cost_stopped_by_an_unknown_cost_says_so_when_judges_go_by_batch(ws:
 
 
 def test_a_build_waiting_on_a_claim_does_not_ask_one_by_one_what_a_batch_stands_for_meanwhile(
-        scored: Workspace, claw: Claw, standin: StandIn) -> None:
+        scored: Workspace, claw: Claw, standin: StandIn, reap: Reap) -> None:
     """Another build (here: the test) holds the 12 judgements' claims while it submits them in a batch, then lets them
     go: the batch stands for them. A build without --batch that planned before and waited on those claims must not
     ask them one by one after: the provider would bill each judgement twice (the line, and the request)."""
@@ -540,8 +542,8 @@ def test_a_build_waiting_on_a_claim_does_not_ask_one_by_one_what_a_batch_stands_
     assert claw("batch", "cancel", "--all")[0] == 0 and batch_doc.pending(store()) == []
     board = ClaimBoard(store().root, owner="submitting-build")
     assert all(board.take(key) for key in keys)
-    waiting = claw.popen("build", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev",
-                         "--output", "json", "--progress", "plain")
+    waiting = reap(claw.popen("build", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev",
+                              "--output", "json", "--progress", "plain"))
     time.sleep(3)  # it has planned (no batch then) and waits on the claims
     assert judge_requests(standin) == 0 and waiting.poll() is None
     _another_build_s_batch("submitted-meanwhile", doc, doc.keys)
@@ -578,7 +580,7 @@ def test_judgements_left_pending_in_a_batch_each_say_so_in_the_progress(scored: 
 
 
 def test_a_build_that_already_listed_a_batch_still_sees_one_submitted_while_it_runs(
-        scored: Workspace, claw: Claw, standin: StandIn) -> None:
+        scored: Workspace, claw: Claw, standin: StandIn, reap: Reap) -> None:
     """As above, but the waiting build has asked what batches stand for before (another batch was pending, and its last
     answer is kept: builder/batch_doc.py covered_now): it runs 6 judgements one by one, waits on the 6 claims the test
     holds, and the test submits those 6 in a batch before letting them go. An answer kept from before that batch would
@@ -593,8 +595,8 @@ def test_a_build_that_already_listed_a_batch_still_sees_one_submitted_while_it_r
     held = sorted(doc.keys)[:6]
     board = ClaimBoard(store().root, owner="submitting-build")
     assert all(board.take(f"blake3:{k}") for k in held)
-    waiting = claw.popen("build", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev",
-                         "--output", "json", "--progress", "plain")
+    waiting = reap(claw.popen("build", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev",
+                              "--output", "json", "--progress", "plain"))
     deadline = time.monotonic() + 60
     while judge_requests(standin) < 6 and time.monotonic() < deadline:  # the 6 it could claim, asked one by one
         time.sleep(0.05)

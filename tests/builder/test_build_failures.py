@@ -14,6 +14,7 @@ import zstandard
 from clawstore.store import Store
 from clawstore.testing.standin import StandIn, error, hang, malformed, text, tool_call
 from tests.support.claw import Claw
+from tests.support.reaped import Reap
 from tests.support.workspace import SECRET, Workspace
 
 
@@ -128,7 +129,7 @@ def test_sigkill_mid_build_then_resume_never_resends_finished_runs(
 
 
 def test_a_killed_builds_spending_is_unknown_in_the_builds_view_never_the_part_its_log_had(
-        ws: Workspace, claw: Claw, standin: StandIn) -> None:
+        ws: Workspace, claw: Claw, standin: StandIn, reap: Reap) -> None:
     """The log is written every 2 s, so a killed build's metrics stop short of what it paid: its row says
     NULL (unknown), not the 0.0 or partial sum that log holds."""
     for index in range(6):
@@ -136,7 +137,7 @@ def test_a_killed_builds_spending_is_unknown_in_the_builds_view_never_the_part_i
     ws.suite("main", ["m1"])
     ws.run_profile(concurrency=1)
     standin.set_default(text("slow answer", latency=0.4))  # the kill comes well before the last of 8 runs
-    proc = claw.popen("build", "--suite", "main", "--run-profile", "rp")
+    proc = reap(claw.popen("build", "--suite", "main", "--run-profile", "rp"))
     store = Store(Path(os.environ["CLAW_STORE"]))
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and len(list(store.iter_actions())) < 2:
@@ -248,14 +249,15 @@ def test_a_sandbox_nested_1500_deep_keeps_the_paid_answer(ws: Workspace, claw: C
     assert "again" in results[1]["output"]["stdout"]
 
 
-def test_an_interrupt_names_the_nodes_that_failed_before_it(ws: Workspace, claw: Claw, standin: StandIn) -> None:
+def test_an_interrupt_names_the_nodes_that_failed_before_it(ws: Workspace, claw: Claw, standin: StandIn,
+                                                            reap: Reap) -> None:
     # "interrupted: 0 node(s) executed and 0 reused are committed" after a run had failed, recorded with its cost
     for index in range(4):
         ws.case(f"c{index}", f"Question {index}?")
     ws.suite("main", ["m1"])
     ws.run_profile(concurrency=1)
     standin.script("*", error(400, "bad request"), text("slow answer", latency=1.5))
-    proc = claw.popen("build", "--suite", "main", "--run-profile", "rp")
+    proc = reap(claw.popen("build", "--suite", "main", "--run-profile", "rp"))
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and len(standin.requests) < 2:
         time.sleep(0.05)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,14 +19,15 @@ from tests.support.workspace import Workspace, write_yaml
 
 
 @pytest.fixture
-def docker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeDocker:
+def docker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeDocker]:
     cli = fake_cli(tmp_path / "bin")
     fake = FakeDocker(str(cli), tmp_path / "fake-state", tmp_path / "scenario.json")
     monkeypatch.setenv("FAKE_DOCKER_STATE", str(fake.state))
     monkeypatch.setenv("FAKE_DOCKER_SCENARIO", str(fake.scenario_path))
     fake.script(images={FAKE_IMAGE: {"Id": FAKE_ID}},
                 turns=[{"write": {"report.md": "# Report\nAll done.\n"}, "payload": payload("Wrote report.md")}])
-    return fake
+    yield fake
+    fake.end_containers()  # (those a failed test left running)
 
 
 def agent(ws: Workspace, agent_id: str, text: str) -> None:

@@ -20,6 +20,7 @@ from clawstore.host.durable import process_alive
 from tests.builder.test_build_openclaw import docker, oc  # noqa: F401 - fixtures, taken through `fake`
 from tests.openclaw.conftest import FAKE_ID, FAKE_IMAGE, FakeDocker, payload
 from tests.support.claw import Claw
+from tests.support.reaped import Reap
 
 SLOW = {"images": {FAKE_IMAGE: {"Id": FAKE_ID}}, "turns": [{"sleep": 120, "payload": payload("late")}]}
 FAST = {"images": {FAKE_IMAGE: {"Id": FAKE_ID}},
@@ -55,10 +56,10 @@ def _wait_for_turn(fake: FakeDocker, build: subprocess.Popen[str]) -> str:
 
 
 @pytest.fixture
-def orphan(claw: Claw, fake: FakeDocker) -> Iterator[tuple[str, int]]:
+def orphan(claw: Claw, fake: FakeDocker, reap: Reap) -> Iterator[tuple[str, int]]:
     """(name, pid) of the agent container a build SIGKILLed while it ran left behind."""
     fake.script(**SLOW)
-    build = claw.popen("build", "--suite", "main", "--run-profile", "rp", "--model", "m1", "--case", "oc_a")
+    build = reap(claw.popen("build", "--suite", "main", "--run-profile", "rp", "--model", "m1", "--case", "oc_a"))
     name = _wait_for_turn(fake, build)
     build.send_signal(signal.SIGKILL)
     build.communicate()
@@ -137,12 +138,12 @@ def test_the_containers_of_a_live_build_are_left_alone(claw: Claw, fake: FakeDoc
     assert "stopped" not in err and fake.live_containers() == []
 
 
-def test_ctrl_c_twice_stops_the_builds_own_containers(claw: Claw, fake: FakeDocker) -> None:
+def test_ctrl_c_twice_stops_the_builds_own_containers(claw: Claw, fake: FakeDocker, reap: Reap) -> None:
     """The second Ctrl-C cancels the running nodes: before session 60 claw exited and the agent's container ran on
     until OpenClaw's own --timeout (a looping agent kept calling its provider: 288 paid requests in a minute on the
     real engine), stopped only by the next build or gc."""
     fake.script(**SLOW)
-    build = claw.popen("build", "--suite", "main", "--run-profile", "rp", "--model", "m1", "--case", "oc_a")
+    build = reap(claw.popen("build", "--suite", "main", "--run-profile", "rp", "--model", "m1", "--case", "oc_a"))
     name = _wait_for_turn(fake, build)
     pid = _container_pids(fake)[name]
     build.send_signal(signal.SIGINT)
@@ -165,14 +166,14 @@ def test_claw_status_after_a_kill_says_its_containers_may_still_run(orphan: tupl
 
 
 def test_an_engine_address_with_a_password_is_stored_without_it_and_still_reached(
-        claw: Claw, fake: FakeDocker, env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+        claw: Claw, fake: FakeDocker, env: dict[str, str], monkeypatch: pytest.MonkeyPatch, reap: Reap) -> None:
     """A build's container record names the engine its containers run on: before session 73 it kept DOCKER_HOST as
     set, `user:password@` included, in the store (any `claw archive`-ing or copying of the store carried it). The
     record keeps the address masked; gc (in the same environment) still reaches the engine with the password."""
     host = "tcp://ops7user:engine-pass-0w9q@127.0.0.1:2375"
     monkeypatch.setenv("DOCKER_HOST", host)
     fake.script(**SLOW)
-    build = claw.popen("build", "--suite", "main", "--run-profile", "rp", "--model", "m1", "--case", "oc_a")
+    build = reap(claw.popen("build", "--suite", "main", "--run-profile", "rp", "--model", "m1", "--case", "oc_a"))
     name = _wait_for_turn(fake, build)
     pid = _container_pids(fake)[name]
     build.send_signal(signal.SIGKILL)

@@ -17,6 +17,7 @@ import pytest
 from clawstore.testing.standin import StandIn, text
 from tests.hostile.attack import CLAW, run_claw
 from tests.support.claw import env  # noqa: F401 - fixture
+from tests.support.reaped import Reap
 from tests.support.workspace import Workspace
 
 CAMPAIGN = ("--suite", "main", "--run-profile", "rp")
@@ -239,13 +240,14 @@ def test_two_sweeps_at_once_count_each_directory_once(temp: Path) -> None:
     assert sum(counts) == 300, counts
 
 
-def test_a_killed_ray_tasks_scratch_is_swept(temp: Path) -> None:
+def test_a_killed_ray_tasks_scratch_is_swept(temp: Path, reap: Reap) -> None:
     """A Ray task's scratch (`claw-ray-openclaw-*`: a scratch store and the OpenClaw run's root) is an owned one too:
     a worker SIGKILLed mid-task left it, and the next sweep on that node kept it forever."""
     from clawstore.host.scratch import sweep_dead_scratch
 
     holder = HOLDER.replace('"claw-run-"', '"claw-ray-openclaw-"')
-    proc = subprocess.Popen([sys.executable, "-c", holder], env=dict(os.environ), stdout=subprocess.PIPE, text=True)
+    proc = reap(subprocess.Popen([sys.executable, "-c", holder], env=dict(os.environ), stdout=subprocess.PIPE,
+                                 text=True))  # (it sleeps 600 s)
     assert proc.stdout is not None
     path = Path(proc.stdout.readline().strip())
     assert sweep_dead_scratch(temp)[0] == 0  # (its owner lives)

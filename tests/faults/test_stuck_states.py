@@ -14,6 +14,7 @@ from clawstore.store import Store
 from clawstore.testing.standin import StandIn, hang
 from tests.faults.helpers import build_report
 from tests.support.claw import Claw
+from tests.support.reaped import reaped
 from tests.support.storefiles import flip_in_frame, lose_object
 from tests.support.workspace import Workspace
 
@@ -117,14 +118,16 @@ def test_leftovers_of_sigkilled_writers_are_removed_by_the_next_build(
     build.communicate()
     for seed in range(6):  # writers killed mid-put leave temp files (and every one a lease here)
         writer = _spawn("proc_writer.py", store_dir, str(seed))
-        assert writer.stdout is not None and writer.stdout.readline() == "ready\n"
-        time.sleep(0.05 + 0.03 * seed)
-        writer.send_signal(signal.SIGKILL)
-        writer.wait()
+        with reaped(writer):  # (it writes until killed)
+            assert writer.stdout is not None and writer.stdout.readline() == "ready\n"
+            time.sleep(0.05 + 0.03 * seed)
+            writer.send_signal(signal.SIGKILL)
+            writer.wait()
         holder = _spawn("proc_holder.py", store_dir, f"holder {seed}")
-        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
-        holder.send_signal(signal.SIGKILL)
-        holder.wait()
+        with reaped(holder):  # (it sleeps 600 s)
+            assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+            holder.send_signal(signal.SIGKILL)
+            holder.wait()
     store = Store(store_dir, create=False)
     leases = len(store.list_leases())
     leftovers = os.listdir(store.tmp_dir)

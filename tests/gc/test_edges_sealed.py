@@ -28,6 +28,7 @@ from tests.gc.helpers import store_once
 from tests.gc.test_edges_cache import _files, _flip_middle, _foreign, _truncate
 from tests.gc.test_reach_many import _graph, _reference_walk
 from tests.store.helpers import env
+from tests.support.reaped import Reap
 from tests.support.storefiles import age_packs, flip_in_frame
 
 
@@ -141,10 +142,10 @@ def _sealer(root: Path, name: str, *mode: str) -> subprocess.Popen[bytes]:
 
 
 def test_a_writer_killed_between_its_seal_and_its_edges_file_leaves_a_pack_gc_reads(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reap: Reap) -> None:
     root = tmp_path / "store"
     Store(root)
-    proc = _sealer(root, "chain", "hold")
+    proc = reap(_sealer(root, "chain", "hold"))  # (held: it waits to be killed)
     assert proc.stdout is not None
     line = proc.stdout.readline().decode()
     assert line.startswith("sealed "), proc.stderr.read() if proc.stderr else line  # type: ignore[union-attr]

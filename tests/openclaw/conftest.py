@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -52,6 +55,13 @@ class FakeDocker:
 
     def live_containers(self) -> list[str]:
         return sorted(p.stem for p in (self.state / "containers").glob("*.json"))
+
+    def end_containers(self) -> None:
+        """SIGKILL every fake container still running (a scenario's `sleep` keeps one up to minutes): what a test that
+        failed before its build or gc stopped them left."""
+        for path in (self.state / "containers").glob("*.json"):
+            with contextlib.suppress(FileNotFoundError, ValueError, KeyError, ProcessLookupError):
+                os.kill(int(json.loads(path.read_text())["pid"]), signal.SIGKILL)
 
 
 def fake_cli(bindir: Path) -> Path:

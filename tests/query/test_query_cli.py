@@ -201,6 +201,18 @@ def test_workspace_queries_dir_wins(store: Store, tmp_path: Path) -> None:
     assert proc.returncode == 0 and proc.stdout == "who\nmine\n"
 
 
+def test_the_workspace_queries_dir_is_found_from_a_folder_inside_the_workspace(
+        store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The workspace root is the nearest directory above holding configs/, for the saved queries as for the store:
+    before session 75, `claw query leaderboard` from configs/ (or any folder below the root) read the workspace's
+    store but ran the packaged leaderboard, not the workspace's own, without a word."""
+    (tmp_path / "configs" / "suites").mkdir(parents=True)
+    (tmp_path / "queries").mkdir()
+    (tmp_path / "queries" / "leaderboard.sql").write_text("select 'mine' as who")
+    monkeypatch.chdir(tmp_path / "configs" / "suites")
+    assert run(store, "leaderboard", "--format", "csv") == (0, "who\nmine\n", "")
+
+
 def test_missing_store_is_an_error(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["query", "select 1", "--store", str(tmp_path / "none")])
     assert result.exit_code == 3 and "no store at" in result.stderr

@@ -17,14 +17,16 @@ from clawstore.store.core.packfile import KIND_ACTION, KIND_OBJECT, PackWriter, 
 from clawstore.store.services.fsck import fsck
 from clawstore.values.canonical import canonical_json
 from tests.store.helpers import script
+from tests.support.reaped import reaped
 
 
 def _kill_group_writer(root: Path, seed: int, after_s: float) -> list[str]:
     proc = script("proc_writer.py", root, seed, "group")
-    assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
-    time.sleep(after_s)
-    proc.send_signal(signal.SIGKILL)
-    out, _ = proc.communicate(timeout=30)
+    with reaped(proc):  # (it writes until killed)
+        assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
+        time.sleep(after_s)
+        proc.send_signal(signal.SIGKILL)
+        out, _ = proc.communicate(timeout=30)
     return out.decode().splitlines()
 
 

@@ -34,6 +34,7 @@ from clawstore.store.services.fsck import fsck
 from clawstore.store.services.gc import collect
 from tests.store.helpers import REPO, claw, env, json_like, script
 from tests.support.fresh import measured_in_fresh_process
+from tests.support.reaped import Reap
 from tests.support.storefiles import age_packs, flip_in_frame, pack_files, visible_elsewhere
 
 
@@ -138,10 +139,10 @@ def test_a_damaged_pack_goes_to_quarantine_and_its_good_blobs_stay(store: Store)
     assert fsck(store).clean
 
 
-def test_a_killed_writer_leaves_a_pack_whose_committed_blobs_are_readable(tmp_path: Path) -> None:
+def test_a_killed_writer_leaves_a_pack_whose_committed_blobs_are_readable(tmp_path: Path, reap: Reap) -> None:
     root = tmp_path / "store"
     Store(root)
-    proc = script("proc_writer.py", root, 5)
+    proc = reap(script("proc_writer.py", root, 5))  # (it writes until killed)
     assert proc.stdout.readline() == b"ready\n"
     time.sleep(0.5)
     proc.send_signal(signal.SIGKILL)
@@ -154,19 +155,19 @@ def test_a_killed_writer_leaves_a_pack_whose_committed_blobs_are_readable(tmp_pa
     assert fsck(store).clean
 
 
-def _writer_before_its_header(root: Path) -> subprocess.Popen[bytes]:
-    proc = script("proc_new_pack.py", root, stdin=subprocess.PIPE)
+def _writer_before_its_header(root: Path, reap: Reap) -> subprocess.Popen[bytes]:
+    proc = reap(script("proc_new_pack.py", root, stdin=subprocess.PIPE))  # (held: it waits to be killed)
     assert proc.stdout is not None and proc.stdout.readline() == b"opened\n"
     return proc
 
 
-def test_a_writer_killed_before_its_pack_header_leaves_a_clean_store(tmp_path: Path) -> None:
+def test_a_writer_killed_before_its_pack_header_leaves_a_clean_store(tmp_path: Path, reap: Reap) -> None:
     root = tmp_path / "store"
     store = Store(root)
     with store.batch():
         kept = store.put_bytes(b"committed before")
     store.set_ref("pins/kept", store.put_json({"nodes": [kept]}))
-    proc = _writer_before_its_header(root)
+    proc = _writer_before_its_header(root, reap)
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=30)
     assert [path.stat().st_size for path in pack_files(store)].count(0) == 1  # what the kill left
@@ -179,10 +180,11 @@ def test_a_writer_killed_before_its_pack_header_leaves_a_clean_store(tmp_path: P
     assert store.get_bytes(kept) == b"committed before" and fsck(store).clean
 
 
-def test_fsck_finds_nothing_wrong_with_a_pack_whose_writer_has_not_written_its_header(tmp_path: Path) -> None:
+def test_fsck_finds_nothing_wrong_with_a_pack_whose_writer_has_not_written_its_header(tmp_path: Path,
+                                                                                      reap: Reap) -> None:
     root = tmp_path / "store"
     store = Store(root)
-    proc = _writer_before_its_header(root)
+    proc = _writer_before_its_header(root, reap)
     try:
         report = fsck(store)
         assert report.clean, report.problems
@@ -250,11 +252,11 @@ def test_gc_killed_at_random_instants_leaves_a_clean_store(tmp_path: Path) -> No
     assert fsck(store).clean
 
 
-def test_writers_and_collectors_at_once(tmp_path: Path) -> None:
+def test_writers_and_collectors_at_once(tmp_path: Path, reap: Reap) -> None:
     """Three writers (holding leases, like builds) and gcs in a loop, all on one store, then SIGKILL."""
     root = tmp_path / "store"
     Store(root)
-    writers = [script("proc_writer.py", root, 40 + n, "lease") for n in range(3)]
+    writers = [reap(script("proc_writer.py", root, 40 + n, "lease")) for n in range(3)]  # (they write until killed)
     for proc in writers:
         assert proc.stdout.readline() == b"ready\n"
     # At least three gcs, however slow a gc process is (one took 4 s at load 17): not a time budget alone.

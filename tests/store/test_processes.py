@@ -15,23 +15,25 @@ from clawstore.errors import StoreError
 from clawstore.store import Store
 from clawstore.store.services.fsck import fsck
 from tests.store.helpers import script
+from tests.support.reaped import reaped
 
 
 def _lines_of_killed(procs: list[subprocess.Popen[bytes]], delays: list[float]) -> list[list[str]]:
     """Once every one of `procs` is ready, SIGKILL each `delays[i]` seconds after (all writing meanwhile, each
     killed at its own moment: the same kills as one process after another, without each waiting out those before
     it); what each printed."""
-    for proc in procs:
-        assert proc.stdout.readline() == b"ready\n", proc.stderr.read()
-    began = time.monotonic()
-    for at in sorted(range(len(procs)), key=delays.__getitem__):
-        time.sleep(max(0.0, began + delays[at] - time.monotonic()))
-        procs[at].send_signal(signal.SIGKILL)
-    printed = []
-    for proc in procs:
-        out, err = proc.communicate(timeout=30)
-        assert proc.returncode == -signal.SIGKILL, err.decode()
-        printed.append(out.decode().splitlines())
+    with reaped(*procs):  # (they write until killed)
+        for proc in procs:
+            assert proc.stdout.readline() == b"ready\n", proc.stderr.read()
+        began = time.monotonic()
+        for at in sorted(range(len(procs)), key=delays.__getitem__):
+            time.sleep(max(0.0, began + delays[at] - time.monotonic()))
+            procs[at].send_signal(signal.SIGKILL)
+        printed = []
+        for proc in procs:
+            out, err = proc.communicate(timeout=30)
+            assert proc.returncode == -signal.SIGKILL, err.decode()
+            printed.append(out.decode().splitlines())
     return printed
 
 

@@ -26,6 +26,7 @@ from clawstore.report.view_data import collect, row_index
 from clawstore.report.view_page import page_token
 from clawstore.store import Store
 from tests.support.once import copied, made_once
+from tests.support.reaped import reaped
 
 RUNS = 800  # four shards of 256
 
@@ -259,16 +260,17 @@ def _helper_told(store_dir: Path, out: Path, told: list[str], read: list[str], t
     store = Store(store_dir, create=False)
     data = collect(store, [str(CAMPAIGN["id"])])
     proc, to_helper, from_helper, claims = _helper_alone()
-    for number in taken:
-        assert claims.take(number, _Claims.COMMAND)
-    try:
-        with os.fdopen(to_helper, "wb") as send:
-            pickle.dump(_Start(store_dir, told, None, claims.fd), send)
-            pickle.dump(_Order(read, frozenset(row_index(data)), out, page_token(read)), send)
-        with os.fdopen(from_helper, "rb") as said:
-            return proc.wait(timeout=120), said.read()
-    finally:
-        claims.close()
+    with reaped(proc):  # (it waits on its pipe for as long as the pipe is open)
+        for number in taken:
+            assert claims.take(number, _Claims.COMMAND)
+        try:
+            with os.fdopen(to_helper, "wb") as send:
+                pickle.dump(_Start(store_dir, told, None, claims.fd), send)
+                pickle.dump(_Order(read, frozenset(row_index(data)), out, page_token(read)), send)
+            with os.fdopen(from_helper, "rb") as said:
+                return proc.wait(timeout=120), said.read()
+        finally:
+            claims.close()
 
 
 def test_a_helper_told_other_heads_than_the_report_read_writes_nothing(store_dir: Path, tmp_path: Path) -> None:
