@@ -269,7 +269,7 @@ def _build_windowed(request: CampaignRequest, store: Store, options: BuildOption
         options.filter = {"cases": sorted(campaign.case_ids) if request.cases else [],
                           "models": sorted(campaign.model_ids) if request.models else []}
     return engine.run_build(campaign, store, options, windows=windows(), run_work=run_work, eval_layer=eval_layer,
-                            run_batches=batches, planned_from=head.head_id)
+                            run_batches=batches, planned_from=head.head_id, refusals=client.refusals)
 
 
 def batches_in(store: Store) -> bool:
@@ -317,7 +317,10 @@ class _LazyClient:
     """One provider client (one connection pool) per build, created only if something calls out."""
 
     def __init__(self, make: Callable[[], ProviderConnection]) -> None:
+        from clawstore.builder.refused import Refusals
+
         self._make = make
+        self.refusals = Refusals()  # endpoints out of credit: no further request goes to them (builder/refused.py)
         self._client: ProviderConnection | None = None
         self._error: Exception | None = None  # what creating it in the background raised
         self._warming: threading.Thread | None = None
@@ -347,7 +350,12 @@ class _LazyClient:
 
     def chat(self, endpoint: Endpoint, body: dict[str, Any], timeout: float | None = None,
              retries: int = 5) -> ChatResult:
-        return self._get().chat(endpoint, body, timeout=timeout, retries=retries)
+        self.refusals.check(endpoint)
+        try:
+            return self._get().chat(endpoint, body, timeout=timeout, retries=retries)
+        except Exception as exc:
+            self.refusals.note(endpoint, exc)
+            raise
 
     def run_openclaw(self, spec: OpenClawSpec, objects: dict[str, bytes]) -> tuple[OpenClawOutcome, dict[str, bytes]]:
         cluster = cast("OpenClawCluster", self._get())  # only the Ray client is asked (--executor ray)

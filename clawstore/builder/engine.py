@@ -27,7 +27,9 @@ from clawstore.store.core.leftovers import remove_leftovers
 
 if TYPE_CHECKING:
     from clawstore.builder.eval_layer import EvalLayer, RunEvaluation
+    from clawstore.builder.refused import Refusals
     from clawstore.config.campaign import Campaign
+    from clawstore.providers.endpoint import Endpoint
     from clawstore.store.store import Store
 
 __all__ = ["BuildOptions", "BuildReport", "BuildInterrupted", "run_build"]  # BuildOptions: session.py's
@@ -137,13 +139,14 @@ RunWindows = Iterable[list[Node]]  # the campaign's run nodes a window at a time
 def run_build(campaign: Campaign, store: Store, options: BuildOptions, *, windows: RunWindows,
               run_work: Callable[[Node, str], Stored], eval_layer: EvalLayer | None = None,
               run_batches: Callable[[BuildSession, list[Node]], set[int]] | None = None,
-              planned_from: str | None | HeadUnknown = UNKNOWN_HEAD) -> BuildReport:
+              planned_from: str | None | HeadUnknown = UNKNOWN_HEAD, refusals: Refusals | None = None) -> BuildReport:
     """The whole build, a window of runs at a time: reuse fresh runs, execute stale ones, evaluate them; a window's runs
     execute beside the judgements of the window before (docs/building.md, How a build proceeds).
 
     `windows` yields run nodes with their cached records attached (`attach_records`). `run_batches(session,
     stale)`: the runs that went by provider batch (builder/run_batch.py), not run here. `planned_from`: the campaign
-    head `windows` planned from (BuildLog: what the head advance may drop)."""
+    head `windows` planned from (BuildLog: what the head advance may drop). `refusals`: the endpoints out of credit the
+    build's client found (builder/refused.py): their nodes not started yet are skipped."""
     eval_id = campaign.evaluation_profile.evaluation_profile_id if campaign.evaluation_profile else None
     cid = campaign.campaign_id
     report = BuildReport(campaign_id=cid, build_id=None)
@@ -153,7 +156,7 @@ def run_build(campaign: Campaign, store: Store, options: BuildOptions, *, window
         return report
     heap.settle()  # (before the build's threads: docs/building.md, Memory)
     policy = campaign.run_profile.execution_policy
-    stop = Stop(policy)
+    stop = Stop(policy, refusals, lambda node: _endpoint_of(node, eval_layer))
     concurrency = options.max_concurrency or policy.max_concurrency
     log = BuildLog(store, {"id": cid, "suite_id": campaign.suite.suite_id,
                            "run_profile_id": campaign.run_profile.run_profile_id,
@@ -209,7 +212,10 @@ def run_build(campaign: Campaign, store: Store, options: BuildOptions, *, window
             restore()
         report.failures = progress.failures
         _advance(session, planned)
-    report.stopped = session.budget.reason if session.budget is not None else None
+    stopped = [session.budget.reason if session.budget is not None else None,
+               refusals.message() if refusals is not None else None]
+    report.stopped = "; ".join(why for why in stopped if why) or None
+    report.nodes_failed = report.nodes_failed or bool(refusals)
     report.counts = dict(log.counts)
     report.metrics = dict(log.metrics)
     return report
@@ -308,6 +314,15 @@ class _Windowed:
 def _stop_if(noted: list[int]) -> None:
     if noted:
         raise KeyboardInterrupt
+
+
+def _endpoint_of(node: Node, eval_layer: EvalLayer | None) -> Endpoint | None:
+    """Where a run or judgement sends its requests through the build's client (None: an OpenClaw agent's own)."""
+    if node.kind == "run":
+        return node.endpoint if node.item.runner_type == "llm_probe" else None
+    if node.kind == "judge" and eval_layer is not None:
+        return eval_layer.judge_endpoint(node)
+    return None
 
 
 def run_lane(node: Node) -> Lane | None:

@@ -395,6 +395,9 @@ class EvalLayer:
         for endpoint in {self._endpoint(j.judge) for j in judges}:
             endpoint.api_key()  # a missing key fails before any request
 
+    def judge_endpoint(self, node: Node) -> Endpoint:
+        return self._endpoint(node.judge)
+
     def judge_lane(self, node: Node) -> Lane:
         judge = node.judge
         model = self._judge_doc(judge)["model"]

@@ -24,8 +24,10 @@ from clawstore.errors import StoreError
 from clawstore.graph.plan import Node
 
 if TYPE_CHECKING:
+    from clawstore.builder.refused import Refusals
     from clawstore.builder.session import BuildSession
     from clawstore.config.models import ExecutionPolicy
+    from clawstore.providers.endpoint import Endpoint
 
 LOG_WRITE_INTERVAL_S = 2.0
 _STOPPED = object()  # what a run a stop kept from starting returns (it is logged as skipped)
@@ -34,16 +36,31 @@ _STOPPED = object()  # what a run a stop kept from starting returns (it is logge
 class Stop:
     """Decides when to stop starting runs, per the run profile's execution policy. Only runs are judged, and only runs
     are stopped: a judgement beside them (a windowed build overlaps one window's runs with the last one's judgements:
-    builder/engine.py) goes on as it would after the runs."""
+    builder/engine.py) goes on as it would after the runs. But whatever the policy, no run or judgement starts whose
+    endpoint is out of credit (`refusals`: a final 402 came from it; `endpoint_of(node)`: where a node sends)."""
 
-    def __init__(self, policy: ExecutionPolicy):
+    def __init__(self, policy: ExecutionPolicy, refusals: Refusals | None = None,
+                 endpoint_of: Callable[[Node], Endpoint | None] | None = None):
         self.fail_fast = bool(policy.fail_fast)
         self.stop_on_runner_error = bool(policy.stop_on_runner_error)
         self.reason: str | None = None
+        self.refusals, self.endpoint_of = refusals, endpoint_of
+
+    def refused(self, node: Node) -> bool:
+        """Does `node` send to an endpoint that refused this build?"""
+        refusals, endpoint_of = self.refusals, self.endpoint_of
+        if not refusals or endpoint_of is None:  # (none refused: no step per node)
+            return False
+        return refusals.refuses(endpoint_of(node))
 
     def stops(self, node: Node) -> bool:
         """Is `node` one this stop keeps from starting, now?"""
-        return self.reason is not None and node.kind == "run"
+        return (self.reason is not None and node.kind == "run") or self.refused(node)
+
+    def skipped(self, node: Node) -> None:
+        """`node` was not started: counted among what its endpoint's refusal left undone, if it was that."""
+        if self.refusals is not None and self.refused(node):
+            self.refusals.skipped(node.kind)
 
     def after(self, status: str | None, fault: bool) -> bool:
         """`fault`: the run ended in a fault (not cached: a provider error, a timeout, a failure), not in an outcome
@@ -189,3 +206,5 @@ def execute_nodes(session: BuildSession, nodes: list[Node], work: Callable[[Node
     for node in never_started:
         node.action = "skip"
         log.add(node.kind, node.key, None, "skip", node.address, None)
+        if stop is not None:
+            stop.skipped(node)

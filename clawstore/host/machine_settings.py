@@ -38,6 +38,11 @@ def remote_push_interval() -> float:
     return seconds_setting("CLAW_REMOTE_PUSH_INTERVAL", 5.0, low=0.1, high=DAY_S)
 
 
+def s3_read_timeout() -> float:
+    """Seconds an S3 remote's answer may go silent (botocore's own 60 held a pull that long on each stalled pack)."""
+    return seconds_setting("CLAW_S3_READ_TIMEOUT", 20.0, low=0.1, high=DAY_S)
+
+
 def claim_ttl() -> float:
     return seconds_setting("CLAW_CLAIM_TTL", 30.0, low=0.2, high=DAY_S)
 
@@ -54,3 +59,4 @@ def check_build_settings(remote: bool) -> None:
     batch_poll_seconds()
     if remote:
         remote_push_interval()
+        s3_read_timeout()

@@ -19,6 +19,7 @@ from typing import Any, BinaryIO, Protocol
 from urllib.parse import urlparse
 
 from clawstore.errors import ClawError, StoreError, UsageError
+from clawstore.host.machine_settings import s3_read_timeout
 from clawstore.values.urls import credential_in_url, shown_url
 
 
@@ -45,10 +46,13 @@ S3_HINTS = {
     "EndpointConnectionError": "cannot connect to the endpoint; check --endpoint-url or AWS_ENDPOINT_URL",
     "ConnectTimeoutError": "the endpoint did not complete a connection in time; check --endpoint-url or "
                            "AWS_ENDPOINT_URL, and what lies between (a firewall, a proxy)",
+    "ReadTimeoutError": "the endpoint sent nothing for $CLAW_S3_READ_TIMEOUT seconds (20 by default): a stalled "
+                        "server or link; run it again once it answers",
 }
 # seconds a connection may take to open (botocore's own 60, times its 6 attempts, kept a user whose packets a
 # firewall drops waiting 6 minutes for the first line)
 CONNECT_TIMEOUT_S = 15
+READ_TIMEOUT_ATTEMPTS = 2  # sendings of a request whose answer went silent for $CLAW_S3_READ_TIMEOUT
 REF_MAX = 1024  # bytes: a ref holds one object id (72); a bigger one is not read
 ONE_GET_MAX = 8 << 20  # bytes: up to this a known-size file is fetched in one GET (boto3 splits bigger ones)
 # bytes: up to this a file is sent in one PutObject of claw's own: boto3's upload_file makes a transfer manager (its
@@ -390,8 +394,12 @@ class S3Backend:
         self.prefix = prefix + "/" if prefix else ""
         self.description = f"s3://{bucket}/{prefix}".rstrip("/")
         endpoint = endpoint_url or os.environ.get("AWS_ENDPOINT_URL") or None
+        # read_timeout: how long an answer may go silent, headers or body (botocore's own 60 s held a pull that long
+        # on each stalled pack); a silence before the headers is retried once (`_unreachable_until_answered`), one in
+        # a body ends the download (over ONE_GET_MAX, boto3's transfer manager asks again: its 5 attempts;
+        # docs/remote.md, "A stalled server")
         config = Config(retries={"max_attempts": 5, "mode": "standard"}, max_pool_connections=32,
-                        connect_timeout=CONNECT_TIMEOUT_S)
+                        connect_timeout=CONNECT_TIMEOUT_S, read_timeout=s3_read_timeout())
         self.client: Any = boto3.client("s3", endpoint_url=endpoint, config=config)
         _unreachable_until_answered(self.client)
 
@@ -558,23 +566,27 @@ _ANSWERED: set[str] = set()
 
 def _unreachable_until_answered(client: Any) -> None:
     """A refused connection, a host name that does not resolve (EndpointConnectionError) or a connection not completed
-    in CONNECT_TIMEOUT_S (ConnectTimeoutError) is not retried until the endpoint has answered this process once.
+    in CONNECT_TIMEOUT_S (ConnectTimeoutError) is not retried until the endpoint has answered this process once; a
+    request whose answer went silent for the read timeout (ReadTimeoutError) is sent READ_TIMEOUT_ATTEMPTS times.
     botocore retries them 5 times with backoff (~15 s a request, up to 31; 37 s a `build --remote` asking twice; a
     dropped SYN 6 connect timeouts): right for a server restarting mid-campaign, a long wait before "cannot connect"
     for a mistyped endpoint, a server not started or a firewall. Every other retry (throttling, 5xx, a dropped
     connection) is botocore's as ever; so are these once the endpoint answered, whichever backend (an interim push makes
     its own) asks it again."""
-    from botocore.exceptions import ConnectTimeoutError, EndpointConnectionError
+    from botocore.exceptions import ConnectTimeoutError, EndpointConnectionError, ReadTimeoutError
 
     endpoint = client.meta.endpoint_url
 
-    def not_before_an_answer(response: Any, caught_exception: Exception | None, **_: Any) -> bool | None:
+    def not_before_an_answer(response: Any, caught_exception: Exception | None, attempts: int = 1,
+                             **_: Any) -> bool | None:
         if response is not None:
             _ANSWERED.add(endpoint)
         elif isinstance(caught_exception, EndpointConnectionError | ConnectTimeoutError) and endpoint not in _ANSWERED:
             # botocore follows the first handler's answer: no retry, no sleep (its own handler still runs, and takes
             # 5 of its 500 retry tokens from a client whose endpoint never answered)
             return False
+        elif isinstance(caught_exception, ReadTimeoutError) and attempts >= READ_TIMEOUT_ATTEMPTS:
+            return False  # a server silent for a read timeout twice: no third wait (botocore's 5 held a pull 5 times)
         return None
 
     client.meta.events.register_first("needs-retry.s3", not_before_an_answer)

@@ -1,6 +1,6 @@
 """The machine's numeric settings ($CLAW_BACKOFF_BASE, $CLAW_STORE_RETRY_SECONDS,
-$CLAW_REMOTE_PUSH_INTERVAL, $CLAW_CLAIM_TTL): a malformed one is refused with one line and exit 2 before anything is
-paid or written, never a traceback and never silently the default."""
+$CLAW_REMOTE_PUSH_INTERVAL, $CLAW_CLAIM_TTL, $CLAW_S3_READ_TIMEOUT): a malformed one is refused with one line and exit 2
+before anything is paid or written, never a traceback and never silently the default."""
 
 from __future__ import annotations
 
@@ -17,13 +17,15 @@ from tests.support.workspace import SECRET, many_cases
 
 BUILD = ("build", "--suite", "main", "--run-profile", "rp")
 RANGES = {"CLAW_BACKOFF_BASE": "0 to 30", "CLAW_STORE_RETRY_SECONDS": "0 to 86400",
-          "CLAW_REMOTE_PUSH_INTERVAL": "0.1 to 86400", "CLAW_CLAIM_TTL": "0.2 to 86400"}
+          "CLAW_REMOTE_PUSH_INTERVAL": "0.1 to 86400", "CLAW_CLAIM_TTL": "0.2 to 86400",
+          "CLAW_S3_READ_TIMEOUT": "0.1 to 86400"}
 
 
 @pytest.mark.parametrize("name,value", [
     ("CLAW_BACKOFF_BASE", "fast"), ("CLAW_BACKOFF_BASE", "nan"), ("CLAW_BACKOFF_BASE", "1e400"),
     ("CLAW_STORE_RETRY_SECONDS", "-1"), ("CLAW_STORE_RETRY_SECONDS", "inf"),
     ("CLAW_REMOTE_PUSH_INTERVAL", "5s"), ("CLAW_REMOTE_PUSH_INTERVAL", "0"), ("CLAW_CLAIM_TTL", "inf"),
+    ("CLAW_S3_READ_TIMEOUT", "0"),
 ])
 def test_a_malformed_setting_is_refused_before_any_request(standin: StandIn, tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch, name: str,

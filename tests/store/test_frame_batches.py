@@ -32,7 +32,8 @@ def test_small_frames_are_checked_in_batches_bounded_by_their_content(tmp_path: 
     with open(writer.path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
         view = memoryview(mapped)
         picks = transfer._Picks(frozenset(), None, {})
-        large = transfer._verify_small(mapped, view, blobs, "pack", picks)
+        room = codec.content_bound(writer.path.stat().st_size)
+        large, _ = transfer._verify_small(mapped, view, blobs, "pack", picks, room)
         view.release()
     assert [blob.id for blob in large] == [blobs[-1].id]
     sizes = [len(content) for content in contents[:-1]]

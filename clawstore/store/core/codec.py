@@ -26,6 +26,13 @@ MAX_HEADER = 18  # longest zstd frame header: magic + descriptor + window + dict
 BATCH_MAX = 1 << 20  # frames declaring at most this content are decoded in batches; larger ones stream
 THREADED_BYTES = 1 << 20  # content of a batch decoded with zstd's threads: below, one thread is faster
 _RAW_HEADER_LEN = 14
+# Content frames received from elsewhere (an archive, a pulled pack) may decode to: CONTENT_RATIO times their bytes, at
+# least CONTENT_FLOOR (`content_bound`). A frame of 4-byte RLE blocks decodes 32,768 times its size (0.6 s of CPU a GiB,
+# decoded and hashed): before session 75 a 1 MB archive or pack held an import or a pull for minutes before its content
+# was found not to match its name. A store's own frames of zeros reach that ratio too, but a campaign's (JSON records,
+# transcripts) is below 20:1.
+CONTENT_FLOOR = 512 << 20
+CONTENT_RATIO = 1024
 # Frame header descriptor 0xC0: 8-byte content size, not single-segment, no checksum, no dictionary.
 # Window descriptor 0x38: 2**17 bytes, so decoders never need more than one block of memory.
 _RAW_DESCRIPTOR = bytes([0xC0, 0x38])
@@ -157,6 +164,17 @@ class StreamEncoder:
             assert self._compressobj is not None
             self._out.write(self._compressobj.flush())
         return self._hasher.hexdigest() if self._hasher is not None else ""
+
+
+def content_bound(stored: int) -> int:
+    """Content bytes frames of `stored` bytes received from elsewhere may decode to, all together."""
+    return max(CONTENT_FLOOR, CONTENT_RATIO * stored)
+
+
+def bomb_text(bound: int) -> str:
+    """Why frames past `content_bound` are refused, as a damaged object's or pack's message says it."""
+    return (f"it decodes to more than the {bound >> 20} MiB of content its size allows: {CONTENT_RATIO} times its "
+            f"frames' bytes, {CONTENT_FLOOR >> 20} MiB at least")
 
 
 def content_size(header: bytes) -> int | None:

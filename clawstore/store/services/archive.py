@@ -371,6 +371,7 @@ def scan_archive(path: Path, on_object: Callable[[str, int], Stage | None] | Non
             reader = Reader(fh, file_hash.update)
             manifest = _read_manifest_member(reader, where, signature)
             listing = manifest.objects
+            verifier.limit(listing.stored_bytes)
             if on_manifest is not None:
                 on_manifest(listing)
             wanted = bytearray(len(listing))

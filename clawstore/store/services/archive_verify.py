@@ -2,7 +2,8 @@
 
 Memory stays bounded whatever the object size: small frames are decoded whole (at most WHOLE_MAX in
 and out, PENDING_MAX waiting), big ones stream through a decompressor that hands its output over in
-pieces of at most 1 MiB.
+pieces of at most 1 MiB. CPU is bounded by the archive's size: all its frames together decode to at most
+CONTENT_RATIO times their bytes (CONTENT_FLOOR at least), a frame declaring more refused before any of it is decoded.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import blake3
 import zstandard
 
 from clawstore.errors import StoreError, UsageError
-from clawstore.store.core.codec import decompressor
+from clawstore.store.core.codec import bomb_text, content_bound, decompressor
 from clawstore.store.core.ids import PREFIX
 from clawstore.store.core.packfile import KIND_OBJECT, Blob, PackWriter
 from clawstore.store.services.archive_listing import SortedDigests
@@ -197,12 +198,15 @@ class ObjectCheckError(UsageError):
 class _ContentCheck:
     """Decompresses one frame as it streams by (bounded output pieces) and hashes the content."""
 
-    def __init__(self, hexdigest: str) -> None:
+    def __init__(self, hexdigest: str, charge: Callable[[int], None] | None = None) -> None:
         self.hexdigest = hexdigest
         self.hasher = blake3.blake3()
+        self._charge = charge  # told of each piece of content (a frame that declares no size)
         self._writer = zstandard.ZstdDecompressor().stream_writer(self, write_size=_WRITE_SIZE)
 
     def write(self, data: bytes) -> int:  # called by the decompressor with content bytes
+        if self._charge is not None:
+            self._charge(len(data))  # (raises past the bound: the decompressor stops there)
         self.hasher.update(data)
         return len(data)
 
@@ -231,6 +235,22 @@ class Verifier:
         self._pending: deque[tuple[str, int, Future[tuple[str | None, bytes | None]]]] = deque()
         self._pending_bytes = 0
         self.kept = Kept()
+        self.bound: int | None = None  # content bytes all frames may decode to (None: no bound)
+        self._room = 0
+
+    def limit(self, stored_bytes: int) -> None:
+        """Bound the content all frames may decode to by their `stored_bytes` (CONTENT_RATIO times, CONTENT_FLOOR at
+        least)."""
+        self.bound = self._room = content_bound(stored_bytes)
+
+    def _charge(self, hexdigest: str, size: int) -> None:
+        """`size` more bytes of content to decode: refused past the bound (earlier members in the pool named first)."""
+        if self.bound is None:
+            return
+        self._room -= size
+        if self._room < 0:
+            self.finish()
+            raise self._damaged(hexdigest, bomb_text(self.bound))
 
     def _damaged(self, hexdigest: str, why: str) -> ObjectCheckError:
         return ObjectCheckError(f"{self._where}: object {PREFIX}{hexdigest} is damaged ({why})")
@@ -240,6 +260,8 @@ class Verifier:
         declares a content size of at most WHOLE_MAX, else streamed here. `wanted`: its content is kept (`kept`) if
         there is room (small JSON the importer reads next)."""
         declared = _declared_size(frame)
+        if declared is not None and declared <= WHOLE_MAX:
+            self._charge(hexdigest, declared)  # (zstd decodes no more than a frame declares)
         if declared is None or declared > WHOLE_MAX:
             self.start(hexdigest, stage if isinstance(stage, Path) else None)
             view = memoryview(frame)
@@ -273,7 +295,12 @@ class Verifier:
 
     def feed(self, data: bytes | memoryview) -> None:
         if self._check is None:
-            self._check = _ContentCheck(self._hexdigest)
+            hexdigest = self._hexdigest
+            declared = _declared_size(bytes(data[:18]))
+            if declared is not None:
+                self._charge(hexdigest, declared)  # refused before any of it is decoded
+            charge = None if declared is not None else lambda size: self._charge(hexdigest, size)
+            self._check = _ContentCheck(hexdigest, charge)
             if self._stage is not None:
                 self._sink = open_staging(self._stage)
         if self._sink is not None:
