@@ -16,6 +16,7 @@ from typing import Any
 
 import blake3
 
+from clawstore.evaluate.inputs import import_root
 from clawstore.evaluate.specs import case_path_name, resolve_case_path
 from clawstore.host import bounded_output
 from clawstore.host.confine import (
@@ -68,13 +69,9 @@ def _runtime_dirs() -> list[str]:
 
 
 def _import_root(dotted: str, case_dir: str | None) -> str | None:
-    """The sys.path folder (case directory first) that holds an import_path hook's top package."""
-    top = dotted.split(".")[0]
-    for entry in [*([case_dir] if case_dir else []), *sys.path]:
-        base = os.path.join(entry or os.getcwd(), top)
-        if os.path.isfile(base + ".py") or os.path.isdir(base):
-            return os.path.abspath(entry or os.getcwd())
-    return None
+    """The sys.path folder (case directory first) that holds an import_path hook's top package (found as the checks'
+    key finds it: evaluate/inputs.py)."""
+    return import_root(dotted, [*([case_dir] if case_dir else []), *sys.path])
 
 
 def _ro_binds(paths: list[str]) -> list[str]:
