@@ -296,6 +296,49 @@ def test_with_a_python_hook_the_case_directory_is_an_input(tmp_path: Path) -> No
     assert check_inputs([decl("d", "final_response_present")], tmp_path) == {}  # no hook: only what checks name
 
 
+def _digest(text: str) -> str:
+    return blake3.blake3(text.encode()).hexdigest()
+
+
+def test_an_import_hook_outside_the_case_has_its_package_and_the_modules_beside_it_as_inputs(tmp_path: Path) -> None:
+    """An `import_path` hook found on the search path outside its case directory may import its package's other
+    modules and the modules beside the package in that folder (its sandbox sees the whole folder): each is an input,
+    by `python:./` and its path there (session 75: only the hook's module file was). Other packages and files that
+    are no module there are not; a package found in the case directory adds nothing (the case directory is listed)."""
+    shared, case = tmp_path / "hooks", tmp_path / "case"
+    for name, text in {"pkg/__init__.py": "", "pkg/check.py": "def g():\n    return True\n", "pkg/util.py": "X = 1\n",
+                       "pkg/data/expected.json": "[4]", "pkg/__pycache__/util.cpython-311.pyc": "bytecode",
+                       "common.py": "Y = 2\n", "other/__init__.py": "", "README.md": "shared hooks\n",
+                       "case/test.yaml": "{}\n"}.items():
+        path = (tmp_path if name.startswith("case/") else shared) / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    hook = {"check_id": "i", "python_hook": {"import_path": "pkg.check", "callable_name": "g"}}
+    assert check_inputs([hook], case, search_path=[str(shared)]) == {
+        "python:pkg.check": _digest("def g():\n    return True\n"),
+        "python:./common.py": _digest("Y = 2\n"),
+        "python:./pkg/__init__.py": _digest(""),
+        "python:./pkg/check.py": _digest("def g():\n    return True\n"),
+        "python:./pkg/data/expected.json": _digest("[4]"),
+        "python:./pkg/util.py": _digest("X = 1\n"),
+        "test.yaml": _digest("{}\n"),
+    }
+    # Listed once per build: a second case naming a hook in that folder takes the listing the first one made.
+    folders: dict[tuple[str, str], dict[str, str | None]] = {}
+    first = check_inputs([hook], case, search_path=[str(shared)], folders=folders)
+    (shared / "pkg" / "util.py").write_text("X = 2\n")
+    assert check_inputs([hook], case, search_path=[str(shared)], folders=folders) == first
+    assert check_inputs([hook], case, search_path=[str(shared)])["python:./pkg/util.py"] == _digest("X = 2\n")
+    # Found in the case directory, the package is one of its files (and the case directory comes first).
+    (case / "pkg").mkdir()
+    (case / "pkg" / "check.py").write_text("def g():\n    return False\n")
+    assert check_inputs([hook], case, search_path=[str(shared)]) == {
+        "python:pkg.check": _digest("def g():\n    return False\n"),
+        "pkg/check.py": _digest("def g():\n    return False\n"),
+        "test.yaml": _digest("{}\n"),
+    }
+
+
 def test_check_results_redact_secrets(tmp_path: Path) -> None:
     secret = "sk-or-v1-" + "ab12" * 12
     (tmp_path / "f.txt").write_text("x")
