@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.machinery
 import os
+import stat
 import sys
 from collections.abc import MutableMapping, Sequence
 from typing import Any
@@ -24,17 +25,27 @@ FolderCache = MutableMapping[tuple[str, str], dict[str, str | None]]
 
 
 def _digest_path(path: str) -> str | None:
-    """blake3 hex of a file's bytes; `dir` for a directory; None when absent or unreadable."""
-    if os.path.isdir(path):
-        return "dir"
+    """blake3 hex of a file's bytes; `dir` for a directory; `special` for anything else (a named pipe, a device: opened
+    without waiting, never read; before session 75 a check naming a pipe blocked `claw status` for ever); None when
+    absent or unreadable."""
     try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return "dir" if os.path.isdir(path) else None  # (a directory claw may not list still exists)
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            return "dir"
+        if not stat.S_ISREG(mode):
+            return "special"
         hasher = blake3.blake3()
-        with open(path, "rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                hasher.update(chunk)
+        for chunk in iter(lambda: os.read(fd, 1 << 20), b""):
+            hasher.update(chunk)
         return hasher.hexdigest()
     except OSError:
         return None
+    finally:
+        os.close(fd)
 
 
 def _find_module_file(dotted: str, search_path: Sequence[str]) -> str | None:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import blake3
 import pytest
@@ -337,6 +340,35 @@ def test_an_import_hook_outside_the_case_has_its_package_and_the_modules_beside_
         "pkg/check.py": _digest("def g():\n    return False\n"),
         "test.yaml": _digest("{}\n"),
     }
+
+
+def _unblocked(call: Callable[[], Any], pipe: Path) -> Any:
+    """`call`'s value; failed if it is still blocked after 5 s, when a writer opening `pipe` and closing it at once
+    lets a read waiting on it end (so that the test ends)."""
+    done: dict[str, Any] = {}
+    thread = threading.Thread(target=lambda: done.update(value=call()), daemon=True)
+    thread.start()
+    thread.join(5)
+    if thread.is_alive():
+        os.close(os.open(pipe, os.O_WRONLY | os.O_NONBLOCK))
+        thread.join(5)
+        pytest.fail(f"blocked on the named pipe {pipe.name} until a writer opened it")
+    return done["value"]
+
+
+@pytest.mark.parametrize("kind", ["file_exists", "file_contains", "path_exists"])
+def test_a_check_naming_a_pipe_is_never_blocked_on(tmp_path: Path, kind: str) -> None:
+    """A check target that is a named pipe in the case directory (validation refuses one only as a hook's file) is
+    never opened: the key names it `special`, as a pipe in the case directory is, and the check finds no file there.
+    Before session 75 `check_inputs` opened it to hash it, and `claw status`, `explain` and `build` of the campaign
+    waited for a writer for ever; `file_contains` did too when the check ran."""
+    os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "test.yaml").write_text("{}\n")
+    check = decl("p", kind, path="pipe", **({"text": "x"} if kind == "file_contains" else {}))
+    assert _unblocked(lambda: check_inputs([check], tmp_path), tmp_path / "pipe") == {"pipe": "special"}
+    result = _unblocked(lambda: evaluate_checks([check], artifact(trace=[]), case_source_path=tmp_path / "test.yaml"),
+                        tmp_path / "pipe")
+    assert result["checks"][0]["outcome"] == ("passed" if kind == "path_exists" else "failed"), result
 
 
 def test_check_results_redact_secrets(tmp_path: Path) -> None:
