@@ -165,8 +165,12 @@ def run_python_hook(
         return HookOutcome("error", problem)
     if not policy.get("allow_local_python_hooks"):
         return HookOutcome("error", HOOKS_DISABLED_MESSAGE)
+    # The sandbox has the case directory at its real path (a symlinked case folder's name does not exist there): the
+    # hook's file and module are looked for under that path too. (Before session 75 a hook in a symlinked case folder
+    # was named by the symlink: every one ended `error`, FileNotFoundError.)
+    real_dir = os.path.realpath(case_dir) if case_dir and os.path.isdir(case_dir) else None
     if hook.get("path"):
-        target = resolve_case_path(str(hook["path"]), case_dir)
+        target = resolve_case_path(str(hook["path"]), real_dir or case_dir)
         if not os.path.isfile(target):
             return HookOutcome("error", f"hook file {case_path_name(str(hook['path']))} does not exist")
         mode = "path"
@@ -177,7 +181,7 @@ def run_python_hook(
         return HookOutcome("error", f"{reason}; python hooks never run unconfined, so the hook was not run")
     extra_ro: list[str] = []
     if mode == "import":
-        root = _import_root(target, case_dir)
+        root = _import_root(target, real_dir)
         if root is None:
             return HookOutcome("error", f"import_path {target}: module not found on the case directory or sys.path")
         extra_ro.append(root)
@@ -191,12 +195,11 @@ def run_python_hook(
         "limits": {"cpu_seconds": int(timeout_s) + 1, "memory_bytes": HOOK_MEMORY_BYTES,
                    "file_bytes": HOOK_FILE_BYTES, "open_files": HOOK_OPEN_FILES},
     }
-    case_dir = os.path.realpath(case_dir) if case_dir and os.path.isdir(case_dir) else None
     with tempfile.TemporaryDirectory(prefix="claw-hook-") as scratch:
         if privileged():
             os.chown(scratch, NOBODY, NOBODY)
         network = policy.get("network_access", "deny") == "allow"
-        return _run_confined(confined_command(case_dir, scratch, extra_ro, network), request, timeout_s)
+        return _run_confined(confined_command(real_dir, scratch, extra_ro, network), request, timeout_s)
 
 
 def _run_confined(argv: list[str], request: dict[str, Any], timeout_s: float) -> HookOutcome:
