@@ -69,22 +69,43 @@ def import_root(dotted: str, where: Sequence[str]) -> str | None:
     return None
 
 
+def _installation() -> tuple[str, ...]:
+    """Where the Python claw runs on keeps its modules (the standard library, site-packages: a venv's, the user's), as
+    folder paths ending in a separator."""
+    import site
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    places = {*(paths[name] for name in ("stdlib", "platstdlib", "purelib", "platlib") if name in paths),
+              *site.getsitepackages(), site.getusersitepackages()}
+    return tuple(os.path.join(os.path.realpath(place), "") for place in places if place)
+
+
 def _import_folder(root: str, top: str) -> dict[str, str | None]:
     """What an `import_path` hook found in `root` (outside its case directory) may import there, by `python:./` and
     its path below `root`: every entry of its top package's tree (`_directory_tree`: its other modules, its
-    `__init__.py`, a data file it reads beside them) and every module file directly in `root` (a module beside the
-    package it imports). Not listed: other packages in `root`, and what it imports from the Python installation."""
+    `__init__.py`, a data file it reads beside them) and, unless `root` is in the Python installation (site-packages,
+    the standard library: what a hook imports from there is no input), every module file and every package's tree (a
+    folder with an `__init__.py`) directly in `root`: what it may import beside its own. Not listed: a namespace
+    package (a folder without one), a file outside a package."""
     found: dict[str, str | None] = {}
-    package = os.path.join(root, top)
-    if os.path.isdir(package):
-        for name, digest in _directory_tree(package).items():
-            found[f"{IMPORT_KEY_PREFIX}./{top}/{name}"] = digest
-    suffixes = tuple(importlib.machinery.all_suffixes())
-    try:
-        with os.scandir(root) as listing:
-            modules = [entry for entry in listing if entry.name.endswith(suffixes)]
-    except OSError:
-        modules = []
+    packages = [top] if os.path.isdir(os.path.join(root, top)) else []
+    modules: list[os.DirEntry[str]] = []
+    if not os.path.join(os.path.realpath(root), "").startswith(_installation()):
+        suffixes = tuple(importlib.machinery.all_suffixes())
+        try:
+            with os.scandir(root) as listing:
+                for entry in listing:
+                    if entry.name.endswith(suffixes):
+                        modules.append(entry)
+                    elif (entry.name != top and entry.is_dir(follow_symlinks=False)
+                          and os.path.isfile(os.path.join(entry.path, "__init__.py"))):
+                        packages.append(entry.name)
+        except OSError:
+            pass
+    for package in packages:
+        for name, digest in _directory_tree(os.path.join(root, package)).items():
+            found[f"{IMPORT_KEY_PREFIX}./{package}/{name}"] = digest
     for entry in modules:
         try:
             if entry.is_symlink():

@@ -3,8 +3,8 @@ as `PYTHONPATH=hooks claw build` finds it: docs/configuration.md, python_hook): 
 runs the checks again, asks the judge again only when their results differ, and never runs a model again.
 
 Before session 75 only the hook's own module file was an input of the checks: an edit of a helper module, of the
-package's `__init__.py`, of a data file in the package or of a module beside it left the checks fresh (`claw
-explain`: everything is fresh) and the old outcome in the result.
+package's `__init__.py`, of a data file in the package or of a module or package beside it left the checks fresh
+(`claw explain`: everything is fresh) and the old outcome in the result.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ EXPLAIN = ("explain", "--suite", "main", "--run-profile", "rp", *EV)
 Layers = dict[str, set[str]]
 
 # The shared folder (`hooks/`, beside `configs/`) as a user lays it out: a package whose hook module imports a helper
-# module of its package, a name from its `__init__.py`, a data file beside it and a module beside the package.
+# module of its package, a name from its `__init__.py`, a data file beside it, a module and a package beside it.
 SHARED = {
     "sharedhooks/__init__.py": "PREFIX = 'wanted '\n",
     "sharedhooks/util.py": "EXPECTED = '4'\n",
@@ -37,11 +37,14 @@ SHARED = {
         "from sharedcommon import SUFFIX\n"
         "from sharedhooks import PREFIX\n"
         "from sharedhooks.util import EXPECTED\n"
+        "from sharedlib.words import LAST\n"
         "def check(artifact):\n"
         "    with open(os.path.join(os.path.dirname(__file__), 'expected.txt')) as fh:\n"
         "        word = fh.read().strip()\n"
-        "    return {'passed': True, 'message': PREFIX + EXPECTED + ' ' + word + SUFFIX}\n"),
+        "    return {'passed': True, 'message': PREFIX + EXPECTED + ' ' + word + SUFFIX + LAST}\n"),
     "sharedcommon.py": "SUFFIX = '!'\n",
+    "sharedlib/__init__.py": "",
+    "sharedlib/words.py": "LAST = '.'\n",
     "README.md": "Hooks shared by the suites.\n",
 }
 ALPHA = {"alpha/m1", "alpha/m2"}
@@ -134,18 +137,20 @@ def _rewrite(name: str, change: Callable[[str], str]) -> Callable[[Workspace], N
 # (what changes, the edit, the layers that execute, judge requests, the line explain prints, the hook's message after)
 ROWS: list[tuple[str, Callable[[Workspace], None], Layers, int, str | None, str]] = [
     ("helper module", _rewrite("sharedhooks/util.py", lambda t: "EXPECTED = '5'\n"),
-     RECHECKED, 2, "host_inputs.python:./sharedhooks/util.py changed", "wanted 5 four!"),
+     RECHECKED, 2, "host_inputs.python:./sharedhooks/util.py changed", "wanted 5 four!."),
     ("helper module, same result", _rewrite("sharedhooks/util.py", lambda t: "# a comment\n" + t),
-     RECHECKED, 0, "host_inputs.python:./sharedhooks/util.py changed", "wanted 4 four!"),
+     RECHECKED, 0, "host_inputs.python:./sharedhooks/util.py changed", "wanted 4 four!."),
     ("package __init__", _rewrite("sharedhooks/__init__.py", lambda t: "PREFIX = 'expected '\n"),
-     RECHECKED, 2, "host_inputs.python:./sharedhooks/__init__.py changed", "expected 4 four!"),
+     RECHECKED, 2, "host_inputs.python:./sharedhooks/__init__.py changed", "expected 4 four!."),
     ("hook module", _rewrite("sharedhooks/check.py", lambda t: t.replace("PREFIX +", "'hook: ' + PREFIX +")),
-     RECHECKED, 2, "host_inputs.python:sharedhooks.check changed", "hook: wanted 4 four!"),
+     RECHECKED, 2, "host_inputs.python:sharedhooks.check changed", "hook: wanted 4 four!."),
     ("data file in the package", _rewrite("sharedhooks/expected.txt", lambda t: "five\n"),
-     RECHECKED, 2, "host_inputs.python:./sharedhooks/expected.txt changed", "wanted 4 five!"),
+     RECHECKED, 2, "host_inputs.python:./sharedhooks/expected.txt changed", "wanted 4 five!."),
     ("module beside the package", _rewrite("sharedcommon.py", lambda t: "SUFFIX = '?'\n"),
-     RECHECKED, 2, "host_inputs.python:./sharedcommon.py changed", "wanted 4 four?"),
-    ("no module beside it", _rewrite("README.md", lambda t: t + "More.\n"), {}, 0, None, "wanted 4 four!"),
+     RECHECKED, 2, "host_inputs.python:./sharedcommon.py changed", "wanted 4 four?."),
+    ("package beside the package", _rewrite("sharedlib/words.py", lambda t: "LAST = ';'\n"),
+     RECHECKED, 2, "host_inputs.python:./sharedlib/words.py changed", "wanted 4 four!;"),
+    ("no module beside it", _rewrite("README.md", lambda t: t + "More.\n"), {}, 0, None, "wanted 4 four!."),
 ]
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import blake3
 import pytest
+import yaml
 
 from clawstore.evaluate import DictSandboxFiles, DictWorkspaceFiles, check_inputs, evaluate_checks
 
@@ -306,8 +307,9 @@ def _digest(text: str) -> str:
 def test_an_import_hook_outside_the_case_has_its_package_and_the_modules_beside_it_as_inputs(tmp_path: Path) -> None:
     """An `import_path` hook found on the search path outside its case directory may import its package's other
     modules and the modules beside the package in that folder (its sandbox sees the whole folder): each is an input,
-    by `python:./` and its path there (session 75: only the hook's module file was). Other packages and files that
-    are no module there are not; a package found in the case directory adds nothing (the case directory is listed)."""
+    by `python:./` and its path there (session 75: only the hook's module file was), and so are the other packages
+    there; files there that are no module are not; a package found in the case directory adds nothing (the case
+    directory is listed)."""
     shared, case = tmp_path / "hooks", tmp_path / "case"
     for name, text in {"pkg/__init__.py": "", "pkg/check.py": "def g():\n    return True\n", "pkg/util.py": "X = 1\n",
                        "pkg/data/expected.json": "[4]", "pkg/__pycache__/util.cpython-311.pyc": "bytecode",
@@ -320,6 +322,7 @@ def test_an_import_hook_outside_the_case_has_its_package_and_the_modules_beside_
     assert check_inputs([hook], case, search_path=[str(shared)]) == {
         "python:pkg.check": _digest("def g():\n    return True\n"),
         "python:./common.py": _digest("Y = 2\n"),
+        "python:./other/__init__.py": _digest(""),
         "python:./pkg/__init__.py": _digest(""),
         "python:./pkg/check.py": _digest("def g():\n    return True\n"),
         "python:./pkg/data/expected.json": _digest("[4]"),
@@ -340,6 +343,16 @@ def test_an_import_hook_outside_the_case_has_its_package_and_the_modules_beside_
         "pkg/check.py": _digest("def g():\n    return False\n"),
         "test.yaml": _digest("{}\n"),
     }
+
+
+def test_an_import_hook_in_the_python_installation_has_its_package_alone_as_inputs() -> None:
+    """A hook package installed in site-packages: its own package's tree is an input, nothing else there (what a hook
+    imports from the Python installation is not: docs/building.md, Keys)."""
+    site_packages = os.path.dirname(os.path.dirname(yaml.__file__))
+    hook = {"check_id": "i", "python_hook": {"import_path": "yaml.loader", "callable_name": "g"}}
+    found = check_inputs([hook], None, search_path=[site_packages])
+    assert found["python:./yaml/__init__.py"] == blake3.blake3(Path(yaml.__file__).read_bytes()).hexdigest()
+    assert {name.split("/")[1] for name in found if name.startswith("python:./")} == {"yaml"}
 
 
 def _unblocked(call: Callable[[], Any], pipe: Path) -> Any:
