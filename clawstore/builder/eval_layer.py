@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from clawstore.builder.session import BuildSession
     from clawstore.config.campaign import Campaign, CampaignItem
     from clawstore.config.models import JudgeConfig
+    from clawstore.evaluate.inputs import FolderCache
     from clawstore.evaluate.judge import JudgeIteration
     from clawstore.providers.client import ChatResult
     from clawstore.providers.endpoint import Endpoint
@@ -149,6 +150,7 @@ class EvalLayer:
         self.checks_format = CHECKS_FORMAT_VERSION
         self.prompt_format = JUDGE_PROMPT_FORMAT_VERSION
         self._case_cache: dict[str, dict[str, Any]] = {}
+        self._hook_folders: FolderCache = {}  # (import_path hooks' folders outside their case: listed once per build)
         self._judge_docs: dict[str, dict[str, Any]] = {}
         self._legacy_judge_docs: dict[str, dict[str, Any] | None] = {}
         self._endpoints: dict[str, Endpoint] = {}
@@ -170,7 +172,8 @@ class EvalLayer:
             target_id = document_key(target_doc)
             self._case_cache[case_id] = {
                 "checks": checks,
-                "host_inputs": check_inputs(case.deterministic_checks, str(item.case.path.parent)),
+                "host_inputs": check_inputs(case.deterministic_checks, str(item.case.path.parent),
+                                            folders=self._hook_folders),
                 "target": target,
                 "target_doc": target_doc,
                 "target_id": target_id,

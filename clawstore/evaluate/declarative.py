@@ -183,7 +183,7 @@ def file_contains(params: Mapping[str, Any], ctx: CheckContext) -> Verdict:
     stream: BinaryIO | None
     if box is not None:
         stream = box.open(path) if box.is_file(path) else None
-    elif not host_readable(path, ctx.case_dir):
+    elif not host_readable(path, ctx.case_dir) or not os.path.isfile(path):  # (a named pipe: never waited on)
         stream = None
     else:
         try:

@@ -16,6 +16,7 @@ from typing import Any
 
 import blake3
 
+from clawstore.evaluate.inputs import import_root
 from clawstore.evaluate.specs import case_path_name, resolve_case_path
 from clawstore.host import bounded_output
 from clawstore.host.confine import (
@@ -68,13 +69,9 @@ def _runtime_dirs() -> list[str]:
 
 
 def _import_root(dotted: str, case_dir: str | None) -> str | None:
-    """The sys.path folder (case directory first) that holds an import_path hook's top package."""
-    top = dotted.split(".")[0]
-    for entry in [*([case_dir] if case_dir else []), *sys.path]:
-        base = os.path.join(entry or os.getcwd(), top)
-        if os.path.isfile(base + ".py") or os.path.isdir(base):
-            return os.path.abspath(entry or os.getcwd())
-    return None
+    """The sys.path folder (case directory first) that holds an import_path hook's top package (found as the checks'
+    key finds it: evaluate/inputs.py)."""
+    return import_root(dotted, [*([case_dir] if case_dir else []), *sys.path])
 
 
 def _ro_binds(paths: list[str]) -> list[str]:
@@ -168,8 +165,12 @@ def run_python_hook(
         return HookOutcome("error", problem)
     if not policy.get("allow_local_python_hooks"):
         return HookOutcome("error", HOOKS_DISABLED_MESSAGE)
+    # The sandbox has the case directory at its real path (a symlinked case folder's name does not exist there): the
+    # hook's file and module are looked for under that path too. (Before session 75 a hook in a symlinked case folder
+    # was named by the symlink: every one ended `error`, FileNotFoundError.)
+    real_dir = os.path.realpath(case_dir) if case_dir and os.path.isdir(case_dir) else None
     if hook.get("path"):
-        target = resolve_case_path(str(hook["path"]), case_dir)
+        target = resolve_case_path(str(hook["path"]), real_dir or case_dir)
         if not os.path.isfile(target):
             return HookOutcome("error", f"hook file {case_path_name(str(hook['path']))} does not exist")
         mode = "path"
@@ -180,7 +181,7 @@ def run_python_hook(
         return HookOutcome("error", f"{reason}; python hooks never run unconfined, so the hook was not run")
     extra_ro: list[str] = []
     if mode == "import":
-        root = _import_root(target, case_dir)
+        root = _import_root(target, real_dir)
         if root is None:
             return HookOutcome("error", f"import_path {target}: module not found on the case directory or sys.path")
         extra_ro.append(root)
@@ -194,12 +195,11 @@ def run_python_hook(
         "limits": {"cpu_seconds": int(timeout_s) + 1, "memory_bytes": HOOK_MEMORY_BYTES,
                    "file_bytes": HOOK_FILE_BYTES, "open_files": HOOK_OPEN_FILES},
     }
-    case_dir = os.path.realpath(case_dir) if case_dir and os.path.isdir(case_dir) else None
     with tempfile.TemporaryDirectory(prefix="claw-hook-") as scratch:
         if privileged():
             os.chown(scratch, NOBODY, NOBODY)
         network = policy.get("network_access", "deny") == "allow"
-        return _run_confined(confined_command(case_dir, scratch, extra_ro, network), request, timeout_s)
+        return _run_confined(confined_command(real_dir, scratch, extra_ro, network), request, timeout_s)
 
 
 def _run_confined(argv: list[str], request: dict[str, Any], timeout_s: float) -> HookOutcome:

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import blake3
 import pytest
+import yaml
 
 from clawstore.evaluate import DictSandboxFiles, DictWorkspaceFiles, check_inputs, evaluate_checks
 
@@ -294,6 +298,90 @@ def test_with_a_python_hook_the_case_directory_is_an_input(tmp_path: Path) -> No
         "pipe": "special",
     }
     assert check_inputs([decl("d", "final_response_present")], tmp_path) == {}  # no hook: only what checks name
+
+
+def _digest(text: str) -> str:
+    return blake3.blake3(text.encode()).hexdigest()
+
+
+def test_an_import_hook_outside_the_case_has_its_package_and_the_modules_beside_it_as_inputs(tmp_path: Path) -> None:
+    """An `import_path` hook found on the search path outside its case directory may import its package's other
+    modules and the modules beside the package in that folder (its sandbox sees the whole folder): each is an input,
+    by `python:./` and its path there (session 75: only the hook's module file was), and so are the other packages
+    there; files there that are no module are not; a package found in the case directory adds nothing (the case
+    directory is listed)."""
+    shared, case = tmp_path / "hooks", tmp_path / "case"
+    for name, text in {"pkg/__init__.py": "", "pkg/check.py": "def g():\n    return True\n", "pkg/util.py": "X = 1\n",
+                       "pkg/data/expected.json": "[4]", "pkg/__pycache__/util.cpython-311.pyc": "bytecode",
+                       "common.py": "Y = 2\n", "other/__init__.py": "", "README.md": "shared hooks\n",
+                       "case/test.yaml": "{}\n"}.items():
+        path = (tmp_path if name.startswith("case/") else shared) / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    hook = {"check_id": "i", "python_hook": {"import_path": "pkg.check", "callable_name": "g"}}
+    assert check_inputs([hook], case, search_path=[str(shared)]) == {
+        "python:pkg.check": _digest("def g():\n    return True\n"),
+        "python:./common.py": _digest("Y = 2\n"),
+        "python:./other/__init__.py": _digest(""),
+        "python:./pkg/__init__.py": _digest(""),
+        "python:./pkg/check.py": _digest("def g():\n    return True\n"),
+        "python:./pkg/data/expected.json": _digest("[4]"),
+        "python:./pkg/util.py": _digest("X = 1\n"),
+        "test.yaml": _digest("{}\n"),
+    }
+    # Listed once per build: a second case naming a hook in that folder takes the listing the first one made.
+    folders: dict[tuple[str, str], dict[str, str | None]] = {}
+    first = check_inputs([hook], case, search_path=[str(shared)], folders=folders)
+    (shared / "pkg" / "util.py").write_text("X = 2\n")
+    assert check_inputs([hook], case, search_path=[str(shared)], folders=folders) == first
+    assert check_inputs([hook], case, search_path=[str(shared)])["python:./pkg/util.py"] == _digest("X = 2\n")
+    # Found in the case directory, the package is one of its files (and the case directory comes first).
+    (case / "pkg").mkdir()
+    (case / "pkg" / "check.py").write_text("def g():\n    return False\n")
+    assert check_inputs([hook], case, search_path=[str(shared)]) == {
+        "python:pkg.check": _digest("def g():\n    return False\n"),
+        "pkg/check.py": _digest("def g():\n    return False\n"),
+        "test.yaml": _digest("{}\n"),
+    }
+
+
+def test_an_import_hook_in_the_python_installation_has_its_package_alone_as_inputs() -> None:
+    """A hook package installed in site-packages: its own package's tree is an input, nothing else there (what a hook
+    imports from the Python installation is not: docs/building.md, Keys)."""
+    site_packages = os.path.dirname(os.path.dirname(yaml.__file__))
+    hook = {"check_id": "i", "python_hook": {"import_path": "yaml.loader", "callable_name": "g"}}
+    found = check_inputs([hook], None, search_path=[site_packages])
+    assert found["python:./yaml/__init__.py"] == blake3.blake3(Path(yaml.__file__).read_bytes()).hexdigest()
+    assert {name.split("/")[1] for name in found if name.startswith("python:./")} == {"yaml"}
+
+
+def _unblocked(call: Callable[[], Any], pipe: Path) -> Any:
+    """`call`'s value; failed if it is still blocked after 5 s, when a writer opening `pipe` and closing it at once
+    lets a read waiting on it end (so that the test ends)."""
+    done: dict[str, Any] = {}
+    thread = threading.Thread(target=lambda: done.update(value=call()), daemon=True)
+    thread.start()
+    thread.join(5)
+    if thread.is_alive():
+        os.close(os.open(pipe, os.O_WRONLY | os.O_NONBLOCK))
+        thread.join(5)
+        pytest.fail(f"blocked on the named pipe {pipe.name} until a writer opened it")
+    return done["value"]
+
+
+@pytest.mark.parametrize("kind", ["file_exists", "file_contains", "path_exists"])
+def test_a_check_naming_a_pipe_is_never_blocked_on(tmp_path: Path, kind: str) -> None:
+    """A check target that is a named pipe in the case directory (validation refuses one only as a hook's file) is
+    never opened: the key names it `special`, as a pipe in the case directory is, and the check finds no file there.
+    Before session 75 `check_inputs` opened it to hash it, and `claw status`, `explain` and `build` of the campaign
+    waited for a writer for ever; `file_contains` did too when the check ran."""
+    os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "test.yaml").write_text("{}\n")
+    check = decl("p", kind, path="pipe", **({"text": "x"} if kind == "file_contains" else {}))
+    assert _unblocked(lambda: check_inputs([check], tmp_path), tmp_path / "pipe") == {"pipe": "special"}
+    result = _unblocked(lambda: evaluate_checks([check], artifact(trace=[]), case_source_path=tmp_path / "test.yaml"),
+                        tmp_path / "pipe")
+    assert result["checks"][0]["outcome"] == ("passed" if kind == "path_exists" else "failed"), result
 
 
 def test_check_results_redact_secrets(tmp_path: Path) -> None:

@@ -125,6 +125,18 @@ def test_import_path_hook_runs_when_allowed(tmp_path: Path) -> None:
     assert bad["outcome"] == "failed"
 
 
+def test_a_hook_in_a_symlinked_case_folder_runs(tmp_path: Path) -> None:
+    """A case folder that is a symlink (to a folder of the workspace: validation lets it through) is bound in the hook's
+    sandbox at its real path: the hook's file is looked for there. Before session 75 it was looked for under the
+    symlink's name, which the sandbox does not have: every such hook ended `error` (FileNotFoundError for a file that
+    exists), its checks' outcome in the result, whatever the run did."""
+    src = write_case(tmp_path, HOOK_SOURCE)
+    (tmp_path / "linked").symlink_to("case")
+    res = run_hook(tmp_path / "linked" / "test.yaml", "two_args", ALLOW)
+    assert res["outcome"] == "passed", res["message"]
+    assert res["outputs"]["cwd"] == str(src.parent.resolve())
+
+
 def test_hook_does_not_see_secret_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-v1-" + "0" * 40)
     src = write_case(tmp_path, HOOK_SOURCE)
