@@ -77,6 +77,17 @@ def hook_folder(path: str, case_dir: str | os.PathLike[str] | None) -> str | Non
     (`_import_folder`)."""
     if case_dir is None:
         return None
+    name = case_path_name(path)
+    if not (os.path.isabs(name) or name == os.pardir or name.startswith(os.pardir + os.sep)):
+        # inside unless through a symlink: an lstat per part, not a realpath of the whole (a case's keys, and the
+        # stamp's split by case, ask this of every case: builder/casestamp.py)
+        here = os.fspath(case_dir)
+        for part in name.split(os.sep):
+            here = os.path.join(here, part)
+            if os.path.islink(here):
+                break
+        else:
+            return None
     folder = os.path.dirname(os.path.realpath(resolve_case_path(path, case_dir)))
     inside = os.path.join(os.path.realpath(case_dir), "")
     return None if os.path.join(folder, "").startswith(inside) else folder

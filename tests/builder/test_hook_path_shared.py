@@ -26,6 +26,7 @@ from clawstore.store import Store
 from clawstore.testing.standin import StandIn
 from tests.support.claw import Claw
 from tests.support.judging import JUDGE, eval_profile, judge_reply, standin_workspace
+from tests.support.stamps import wait_out_racy_window
 from tests.support.workspace import Workspace
 
 EV = ("--evaluation-profile", "ev")
@@ -145,3 +146,30 @@ def test_an_edit_of_the_shared_hook_runs_the_checks_of_both_cases_again(
         if record.kind == "checks":
             kept.add(record.summary["checks"][0]["message"])
     assert message in kept
+
+
+def test_an_edit_beside_a_hook_above_the_case_folders_is_seen_by_the_read_commands(
+        ws: Workspace, claw: Claw, standin: StandIn) -> None:
+    """A hook in the folder that holds the case folders (`path: ../check.py`, in `configs/cases/`) importing a module
+    beside it: an edit of that module lies below `configs/cases/` in no case's directory, so `claw status` and
+    `build --dry-run` plan the cases its stamp cannot answer for (builder/casestamp.py): those whose hook's folder holds
+    it. Before, none was (its name is in no case's test.yaml): every check fresh, and the build then ran them all."""
+    cases = ws.configs / "cases"
+    (cases / "check.py").write_text(SHARED["check.py"])
+    (cases / "helper.py").write_text(SHARED["helper.py"])
+    for case in CASES:
+        ws.edit(f"cases/{case}/test.yaml", lambda d: d.update(deterministic_checks=[
+            {"check_id": "hook", "python_hook": {"path": "../check.py", "callable_name": "check"}}]))
+    eval_profile(ws, repetitions=1, security_policy={"allow_local_python_hooks": True})
+    standin.script(JUDGE, judge_reply(7))
+    assert claw.build(*EV)[0] == 0
+    wait_out_racy_window(ws.root)
+    assert claw.build(*EV)[0] == 0  # (leaves the stamp)
+    (cases / "helper.py").write_text("WORD = 'five'\n")
+    code, out, err = claw("status", "--suite", "main", "--run-profile", "rp", *EV, "--output", "json")
+    assert code == 0, out + err
+    assert {model: counts["layers"]["checks"]["stale"] for model, counts in json.loads(out)["models"].items()} == {
+        "m1": 2, "m2": 2}
+    code, out, err = claw.build(*EV, "--dry-run")
+    assert code == 0, out + err
+    assert "12 node(s) would execute (4 checks, 4 judgements, 4 results)" in out, out
