@@ -136,6 +136,10 @@ def test_an_edit_of_the_shared_hook_runs_the_checks_of_both_cases_again(
     standin, ws = copy
     claw = Claw(ws.root)
     edit(ws)
+    code, out, err = claw("status", "--suite", "main", "--run-profile", "rp", *EV, "--output", "json")
+    assert code == 0, out + err
+    stale = sum(counts["layers"]["checks"]["stale"] for counts in json.loads(out)["models"].values())
+    assert stale == len(executes.get("checks", ()))
     assert _executes(claw) == executes
     assert _build(claw, standin) == (0, judged)  # no model asked again, the judge only when the checks' results differ
     assert _executes(claw) == {}
