@@ -81,9 +81,11 @@ class RunEvaluation:
 
     @property
     def ok(self) -> bool:
-        result = self.result
+        result, checks = self.result, self.checks
+        # (checks whose record is not reusable, a hook stopped at its timeout, run again next build: not done either)
         return (self.blocked is None and result is not None and result.record is not None
-                and result.record.get("status") == "success" and bool(result.record.get("cacheable")))
+                and result.record.get("status") == "success" and bool(result.record.get("cacheable"))
+                and checks is not None and checks.record is not None and bool(checks.record.get("cacheable")))
 
     def action(self) -> str:
         if self.pending:
@@ -111,6 +113,17 @@ def _batch_judge(judge: JudgeConfig) -> bool:
 def _declarative(checks: Node) -> bool:
     """A checks node with no Python hook (a hook is a subprocess, up to its timeout): cheap enough to run inline."""
     return all(c.python_hook is None for c in checks.run.item.case.case.deterministic_checks)
+
+
+def _hook_sandbox(checks: Iterable[Any]) -> str | None:
+    """For checks with a python hook, whether its sandbox works here (evaluate/hooks.py `sandbox_state`): an input of
+    their key, so that a machine where bubblewrap works runs a hook another could not (before session 75 the `error`
+    of a hook not run was kept for ever). None for checks without one."""
+    if all(c.python_hook is None for c in checks):
+        return None
+    from clawstore.evaluate.hooks import sandbox_state
+
+    return sandbox_state()
 
 
 def _addresses(run: Node, judge_plan: list[tuple[str, int]]) -> set[str]:
@@ -174,6 +187,7 @@ class EvalLayer:
                 "checks": checks,
                 "host_inputs": check_inputs(case.deterministic_checks, str(item.case.path.parent),
                                             folders=self._hook_folders),
+                "hook_sandbox": _hook_sandbox(case.deterministic_checks),
                 "target": target,
                 "target_doc": target_doc,
                 "target_id": target_id,
@@ -250,7 +264,8 @@ class EvalLayer:
             ev.blocked = f"the run ended {record.get('status')}; it is retried before it is evaluated"
         else:
             case = self._case(run.item)
-            doc = checks_document(record, case["checks"], case["host_inputs"], self.policy, self.checks_format)
+            doc = checks_document(record, case["checks"], case["host_inputs"], self.policy, self.checks_format,
+                                  case["hook_sandbox"])
             ev.checks = self._node("checks", run.address, doc, run)  # (its run's address: no node changes one)
         return ev
 
@@ -467,23 +482,34 @@ class EvalLayer:
         return self._batched(self._exec_checks, node, build_id)
 
     def _exec_checks(self, node: Node, build_id: str) -> tuple[str, dict[str, Any]]:
-        from clawstore.evaluate import evaluate_checks
+        from clawstore.evaluate import evaluate_checks, hooks
 
         started_at, began = utc_now(), time.monotonic()
         run = node.run
         artifact, sandbox, workspace = self._evidence(run)
         case = run.item.case
         result = evaluate_checks(self._check_specs(run.item), artifact, sandbox_files=sandbox,
-                                 workspace_files=workspace, case_source_path=case.path, security=self.policy)
+                                 workspace_files=workspace, case_source_path=case.path, security=self.policy,
+                                 hook_timeout_s=hooks.DEFAULT_HOOK_TIMEOUT_S)
         summary = result["summary"]
+        # A hook stopped at its timeout says how loaded this machine was, not what the run did: kept with the outcome
+        # (the judge sees it, as any error), but not reusable, so the next build runs the checks again (as a run that
+        # timed out is run again: graph/records.py). Before session 75 it was kept for ever.
+        stopped = [c["check_id"] for c in result["checks"] if c.get("outcome") == "error"
+                   and (c.get("metadata") or {}).get("timed_out") is True]
+        error = None if not stopped else {
+            "code": "hook_timed_out",
+            "message": f"{len(stopped)} hook(s) stopped at the timeout (check {', '.join(map(str, stopped))}); "
+                       "the next build runs the checks again"}
         return self._record(
-            node, status="success", cacheable=True, outputs={"checks": self._put_kept(node, result)},
+            node, status="timed_out" if stopped else "success", cacheable=not stopped,
+            outputs={"checks": self._put_kept(node, result)},
             metrics={"latency_s": round(time.monotonic() - began, 6)},
             summary={"passed": summary.get("passed_checks", 0), "failed": summary.get("failed_checks", 0),
                      "error": summary.get("error_checks", 0),
                      "checks": [{k: c.get(k) for k in ("check_id", "kind", "outcome", "message", "dimensions")}
                                 for c in result["checks"]]},
-            error=None, started_at=started_at, build_id=build_id)
+            error=error, started_at=started_at, build_id=build_id)
 
     def _put_kept(self, node: Node, value: Any) -> str:
         """`put_json(value)`, its bytes kept on `node` for its run's result node, which would read them back (an index

@@ -120,9 +120,11 @@ def run_outputs_ref(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def checks_document(run_record: dict[str, Any], checks: list[dict[str, Any]], host_inputs: dict[str, Any],
-                    policy: dict[str, Any], format_version: int) -> dict[str, Any]:
-    """Covers the run's outputs, the check specs, the host and hook files they read, the hook policy."""
-    return {
+                    policy: dict[str, Any], format_version: int, hook_sandbox: str | None = None) -> dict[str, Any]:
+    """Covers the run's outputs, the check specs, the host and hook files they read, the hook policy and, for checks
+    with a python hook, whether the hook's sandbox works on this machine (`hook_sandbox`: `available`, or why not:
+    evaluate/hooks.py `sandbox_state`; a hook it cannot confine is not run, and a machine where it works runs it)."""
+    doc = {
         "kind": "checks",
         "version": CHECKS_DOC_VERSION,
         "format_version": format_version,
@@ -131,6 +133,9 @@ def checks_document(run_record: dict[str, Any], checks: list[dict[str, Any]], ho
         "host_inputs": host_inputs,
         "policy": policy,
     }
+    if hook_sandbox is not None:
+        doc["hook_sandbox"] = hook_sandbox
+    return doc
 
 
 def judge_document(run_record: dict[str, Any], checks_output: str, *, target: str,
