@@ -32,17 +32,6 @@ def imports_hooks(entries: Sequence[CaseEntry]) -> bool:
     return any(b"import_path" in entry.validated_from for entry in entries)
 
 
-def hooks_unconfined(entries: Sequence[CaseEntry]) -> bool:
-    """Does a case have a python hook on a machine where its sandbox does not work (its checks' key holds that: graph/
-    keys.py `checks_document`)? The stamp's reads do not see bubblewrap installed or repaired, so no stamp may vouch
-    for such a build: the next one plans, and runs the hooks if it can."""
-    if not any(b"python_hook" in entry.validated_from for entry in entries):
-        return False
-    from clawstore.host.confine import bwrap_unavailable_reason
-
-    return bwrap_unavailable_reason() is not None
-
-
 def cases_of(entries: Sequence[CaseEntry], layers: Layers) -> dict[str, Any] | None:
     """What a stamp keeps of its campaign's cases: each case's id and test.yaml in campaign order, and one case's
     nodes per model and layer (every case has the same: every model, the same repetitions, each run the same

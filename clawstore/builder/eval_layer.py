@@ -115,15 +115,27 @@ def _declarative(checks: Node) -> bool:
     return all(c.python_hook is None for c in checks.run.item.case.case.deterministic_checks)
 
 
-def _hook_sandbox(checks: Iterable[Any]) -> str | None:
-    """For checks with a python hook, whether its sandbox works here (evaluate/hooks.py `sandbox_state`): an input of
-    their key, so that a machine where bubblewrap works runs a hook another could not (before session 75 the `error`
-    of a hook not run was kept for ever). None for checks without one."""
-    if all(c.python_hook is None for c in checks):
-        return None
-    from clawstore.evaluate.hooks import sandbox_state
-
-    return sandbox_state()
+def hook_fault(checks: list[dict[str, Any]]) -> tuple[str, dict[str, str]] | None:
+    """(status, error) of checks a python hook of which says what the machine was like, not what the run did: not run
+    (bubblewrap not working here: `failed`, as a harness's own fault is) or stopped at its timeout (a loaded machine:
+    `timed_out`). Their record is kept with that outcome (the judge sees it) but not reusable: the next build runs the
+    checks again (docs/building.md, "Outcomes and faults"; before session 75 it was kept for ever). None otherwise."""
+    faults: dict[str, list[str]] = {"not_run": [], "timed_out": []}
+    for check in checks:
+        metadata = check.get("metadata") or {}
+        if check.get("outcome") == "error" and check.get("kind") == "python_hook":
+            for fault, ids in faults.items():
+                if metadata.get(fault) is True:
+                    ids.append(str(check.get("check_id")))
+    again = "the next build runs the checks again"
+    if faults["not_run"]:
+        message = next(str(c.get("message")) for c in checks if (c.get("metadata") or {}).get("not_run") is True)
+        return "failed", {"code": "hook_not_run", "message": f"{message} (check {', '.join(faults['not_run'])}); "
+                                                            + again}
+    if faults["timed_out"]:
+        return "timed_out", {"code": "hook_timed_out", "message": f"{len(faults['timed_out'])} hook(s) stopped at the "
+                             f"timeout (check {', '.join(faults['timed_out'])}); " + again}
+    return None
 
 
 def _addresses(run: Node, judge_plan: list[tuple[str, int]]) -> set[str]:
@@ -187,7 +199,7 @@ class EvalLayer:
                 "checks": checks,
                 "host_inputs": check_inputs(case.deterministic_checks, str(item.case.path.parent),
                                             folders=self._hook_folders),
-                "hook_sandbox": _hook_sandbox(case.deterministic_checks),
+                "python_hooks": any(c.python_hook is not None for c in case.deterministic_checks),
                 "target": target,
                 "target_doc": target_doc,
                 "target_id": target_id,
@@ -265,7 +277,7 @@ class EvalLayer:
         else:
             case = self._case(run.item)
             doc = checks_document(record, case["checks"], case["host_inputs"], self.policy, self.checks_format,
-                                  case["hook_sandbox"])
+                                  case["python_hooks"])
             ev.checks = self._node("checks", run.address, doc, run)  # (its run's address: no node changes one)
         return ev
 
@@ -492,24 +504,16 @@ class EvalLayer:
                                  workspace_files=workspace, case_source_path=case.path, security=self.policy,
                                  hook_timeout_s=hooks.DEFAULT_HOOK_TIMEOUT_S)
         summary = result["summary"]
-        # A hook stopped at its timeout says how loaded this machine was, not what the run did: kept with the outcome
-        # (the judge sees it, as any error), but not reusable, so the next build runs the checks again (as a run that
-        # timed out is run again: graph/records.py). Before session 75 it was kept for ever.
-        stopped = [c["check_id"] for c in result["checks"] if c.get("outcome") == "error"
-                   and (c.get("metadata") or {}).get("timed_out") is True]
-        error = None if not stopped else {
-            "code": "hook_timed_out",
-            "message": f"{len(stopped)} hook(s) stopped at the timeout (check {', '.join(map(str, stopped))}); "
-                       "the next build runs the checks again"}
+        fault = hook_fault(result["checks"])
         return self._record(
-            node, status="timed_out" if stopped else "success", cacheable=not stopped,
+            node, status=fault[0] if fault else "success", cacheable=fault is None,
             outputs={"checks": self._put_kept(node, result)},
             metrics={"latency_s": round(time.monotonic() - began, 6)},
             summary={"passed": summary.get("passed_checks", 0), "failed": summary.get("failed_checks", 0),
                      "error": summary.get("error_checks", 0),
                      "checks": [{k: c.get(k) for k in ("check_id", "kind", "outcome", "message", "dimensions")}
                                 for c in result["checks"]]},
-            error=error, started_at=started_at, build_id=build_id)
+            error=fault[1] if fault else None, started_at=started_at, build_id=build_id)
 
     def _put_kept(self, node: Node, value: Any) -> str:
         """`put_json(value)`, its bytes kept on `node` for its run's result node, which would read them back (an index

@@ -101,15 +101,6 @@ def confined_command(case_dir: str | None, scratch: str, extra_ro: list[str], ne
     return [*argv, "--", *drop_privileges(), sys.executable, "-I" if not extra_ro else "-s", "-c", _RUNNER_SOURCE]
 
 
-SANDBOX_AVAILABLE = "available"
-
-
-def sandbox_state() -> str:
-    """`available` when a hook can run confined here, else why not (the reason its hooks are not run): an input of the
-    checks of a case with a python hook (graph/keys.py `checks_document`)."""
-    return bwrap_unavailable_reason() or SANDBOX_AVAILABLE
-
-
 def network_isolation_prefix() -> tuple[str, ...] | None:
     """The bwrap prefix hooks run under, or None when bubblewrap cannot confine a child here."""
     return None if bwrap_unavailable_reason() else (bwrap_exe(),)
@@ -187,7 +178,8 @@ def run_python_hook(
         target, mode = str(hook["import_path"]), "import"
     reason = bwrap_unavailable_reason()
     if reason is not None:
-        return HookOutcome("error", f"{reason}; python hooks never run unconfined, so the hook was not run")
+        return HookOutcome("error", f"{reason}; python hooks never run unconfined, so the hook was not run",
+                           metadata={"not_run": True})
     extra_ro: list[str] = []
     if mode == "import":
         root = _import_root(target, real_dir)

@@ -119,7 +119,7 @@ def leave_stamp(before: Stamping, after: Stamping | None, reads: Recorder, repor
     forget an older one otherwise. With --remote, `after` is the stamping under the remote's state as this build's
     push left it (the one taken before is stale)."""
     from clawstore.builder import stamp
-    from clawstore.builder.casestamp import cases_of, hooks_unconfined, imports_hooks
+    from clawstore.builder.casestamp import cases_of, imports_hooks
 
     target: Stamping | None = before
     if before.remote is not None:
@@ -130,7 +130,7 @@ def leave_stamp(before: Stamping, after: Stamping | None, reads: Recorder, repor
             return
     complete = report.exit_code == 0 and report.build_id is not None and not report.stopped and not report.pending
     layers = _layers(report)
-    if not (complete and not report.openclaw and not imports_hooks(cases) and not hooks_unconfined(cases)
+    if not (complete and not report.openclaw and not imports_hooks(cases)
             and stamp.write(target.store_root, target.digest, reads, report.campaign, report.rows, report.counts,
                             layers, cases_of(cases, layers))):
         stamp.forget(target.store_root, target.digest)

@@ -1,13 +1,13 @@
 """A python hook's outcome that depends on the machine at that moment, not on the hook and its inputs, is not kept as
-the checks' outcome for ever (docs/building.md, "Outcomes and faults"; docs/evaluation.md, Python hooks):
-
-- bubblewrap not working ("…; python hooks never run unconfined, so the hook was not run"): the sandbox's availability
-  is an input of the checks of a case with a python hook, so a machine where it works again runs the hook;
-- a hook stopped at its timeout (a loaded machine): the checks record is not reusable, so the next build runs them
-  again; the judge is asked again only when what the checks say differs.
+the checks' outcome for ever (docs/building.md, "Outcomes and faults"; docs/evaluation.md, Python hooks): a hook not
+run (bubblewrap not working here: "…; python hooks never run unconfined, so the hook was not run") or stopped at its
+timeout (a loaded machine) leaves a checks record that is not reusable, so the next build runs the checks again; the
+judge is asked again only when what they say then differs. A result a hook gave is reused where bubblewrap does not
+work (a store pulled there).
 
 Before session 75 both errors were reused by every later build (0 executed, checks still `error`), and a no-op stamp
-answered the next `claw build` without even planning.
+answered the next `claw build` without even planning. Records an older claw kept so are left behind (their key had no
+`hook_faults`).
 """
 
 from __future__ import annotations
@@ -27,12 +27,14 @@ from clawstore.store import Store
 from clawstore.testing.standin import StandIn
 from tests.support.claw import Claw
 from tests.support.judging import JUDGE, eval_profile, judge_reply, judge_requests
+from tests.support.oldclaw import old_claw, old_clawstore
 from tests.support.stamps import wait_out_racy_window
 from tests.support.workspace import Workspace
 
 pytestmark = pytest.mark.skipif(bwrap_unavailable_reason() is not None, reason="bubblewrap does not work here")
 
 EV = ("--evaluation-profile", "ev")
+KEPT_HOOK_FAULTS = "9cf08d63"  # main when session 75's s75-hookfail began: a hook not run was the checks' outcome
 STATUS = ("status", "--suite", "main", "--run-profile", "rp", *EV, "--output", "json")
 EXPLAIN = ("explain", "--suite", "main", "--run-profile", "rp", *EV)
 HOOK = ("import time\ndef check(artifact):\n    time.sleep(0.4)\n"
@@ -84,41 +86,68 @@ def _layer_counts(claw: Claw, kind: str) -> dict[str, int]:
     return json.loads(out)["models"]["m1"]["layers"][kind]
 
 
-def test_a_machine_where_bubblewrap_works_again_runs_the_hook(
-        ws: Workspace, claw: Claw, standin: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    _hook_campaign(ws, standin)
-    # A bwrap first on PATH that fails as bubblewrap does where user namespaces are not allowed, while `broken`
-    # exists, and is the real one otherwise: the same environment (PATH) both times, as when bubblewrap is repaired or
-    # installed.
+def _broken_bwrap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A bwrap first on PATH that fails as bubblewrap does where user namespaces are not allowed while the file it
+    returns exists, and is the real one otherwise: the same environment (PATH) either way, as when bubblewrap is
+    repaired or installed."""
     bindir, broken = tmp_path / "bin", tmp_path / "broken"
     bindir.mkdir()
-    real = Path(confine.bwrap_exe())
     (bindir / "bwrap").write_text(f"#!/bin/sh\nif [ -e {broken} ]; then\n"
                                   "  echo 'bwrap: setting up uid map: Permission denied' >&2; exit 1\nfi\n"
-                                  f"exec {real} \"$@\"\n")
+                                  f"exec {confine.bwrap_exe()} \"$@\"\n")
     (bindir / "bwrap").chmod(0o755)
     monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
     broken.touch()
-    monkeypatch.setattr(confine, "_probe", {})  # (probed once per process: each build below is its own)
+    return broken
+
+
+def _new_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(confine, "_probe", {})  # (bubblewrap is probed once per process: each build is its own)
+
+
+def test_a_machine_where_bubblewrap_works_again_runs_the_hook(
+        ws: Workspace, claw: Claw, standin: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _hook_campaign(ws, standin)
+    broken = _broken_bwrap(tmp_path, monkeypatch)
+    _new_process(monkeypatch)
     code, first = _build(claw)
-    assert code == 0, first
+    assert code == 1 and _failed(first) == ["checks/m1/alpha/0"], first  # the hook was not run: a harness's fault
     messages = _hook_messages(Path(os.environ["CLAW_STORE"]))
     assert len(messages) == 1 and "never run unconfined" in messages.pop()
+    assert judge_requests(standin) == 2  # (the judge still sees what the checks said, as for any error)
 
     broken.unlink()
-    monkeypatch.setattr(confine, "_probe", {})
-    assert _layer_counts(claw, "checks")["stale"] == 1  # `claw status`: stale, as its input (the sandbox) changed
+    _new_process(monkeypatch)
+    assert _layer_counts(claw, "checks")["failed"] == 1  # `claw status`; and why, `claw explain`:
     code, out, err = claw(*EXPLAIN)
-    assert code == 0, out + err
-    assert "hook_sandbox changed" in out, out
-    judged = judge_requests(standin)
+    assert code == 0 and "hook_not_run" in out, out + err
     code, second = _build(claw)
     assert code == 0, second
     assert second["counts"]["executed"] == 3, second  # alpha's checks, judgement and result
-    assert judge_requests(standin) == judged + 1  # what the checks say changed: the judge is asked again
+    assert judge_requests(standin) == 3  # what the checks say changed: the judge is asked again
     assert "the hook ran" in _hook_messages(Path(os.environ["CLAW_STORE"]))
-    monkeypatch.setattr(confine, "_probe", {})
+    _new_process(monkeypatch)
     assert _build(claw)[1]["counts"]["executed"] == 0  # and then it is kept
+
+    broken.touch()  # a machine where it does not work (or a store pulled there) keeps the result the hook gave
+    _new_process(monkeypatch)
+    code, third = _build(claw)
+    assert code == 0 and third["counts"]["executed"] == 0, third
+
+
+def test_a_store_where_an_older_claw_kept_a_hook_not_run_runs_it(
+        ws: Workspace, standin: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _hook_campaign(ws, standin)
+    broken = _broken_bwrap(tmp_path, monkeypatch)
+    old = old_clawstore(tmp_path / "old", KEPT_HOOK_FAULTS)
+    built = old_claw(old, ws.root, "build", "--suite", "main", "--run-profile", "rp", *EV)
+    assert built.returncode == 0, built.stdout + built.stderr  # (it kept the hook's `error` as the checks' outcome)
+    assert "never run unconfined" in _hook_messages(Path(os.environ["CLAW_STORE"])).pop()
+    broken.unlink()
+    _new_process(monkeypatch)
+    code, report = _build(Claw(ws.root))
+    assert code == 0 and report["counts"]["executed"] == 3, report  # the checks of a hook now, and what follows
+    assert "the hook ran" in _hook_messages(Path(os.environ["CLAW_STORE"]))
 
 
 def test_a_hook_stopped_at_its_timeout_runs_again_next_build(
