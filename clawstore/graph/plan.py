@@ -67,9 +67,12 @@ class Node:
     # it records it under this key as well (builder/legacy_keys.py), so that a later price edit (which changes the
     # legacy key) still finds it.
     keyed_now: tuple[str, dict[str, Any], bytes | None] | None = None
-    # An llm_probe run's (key, document, its bytes) before `timeout_seconds` and `retries` left its key (session 74;
-    # graph/keys.py), made when asked: looked up for a record to reuse only, when none is under its key (then as
-    # `legacy`: the build records it under its key now), never claimed nor written under.
+    # (key, document, its bytes) before the harness's own settings left the key (graph/keys.py): an llm_probe run's
+    # before `timeout_seconds` and `retries` left it (session 74), a judgement's before its judge's `timeout_seconds`,
+    # `retries` and `api_key_env` did (session 75; with the judge's `cost`, if any, left out as since session 58: the
+    # judgement's key before 58 is its `legacy`). Made when asked: looked up for a record to reuse only, when none is
+    # under its key nor its legacy key (then as `legacy`: the build records it under its key now), and for a pending
+    # provider batch an older claw submitted (builder/batch_layer.py); never claimed nor written under.
     earlier: Callable[[], tuple[str, dict[str, Any], bytes]] | None = None
 
     @property
@@ -197,7 +200,7 @@ def attach_record(node: Node, store: StoreReader, head: HeadNodes | None = None,
     earlier = node.earlier
     if earlier is not None and node.fresh:
         node.earlier = None
-    elif earlier is not None:  # (an llm_probe run keyed with its timeout and retries before session 74)
+    elif earlier is not None:  # (keyed with the harness's settings: a run before session 74, a judgement before 75)
         now = node.key, node.document, node.document_bytes, node.record_id, node.record, node.unseen
         node.key, node.document, node.document_bytes = earlier()
         node.record_id = node.record = node.unseen = None
