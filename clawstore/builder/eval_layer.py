@@ -116,7 +116,8 @@ def _declarative(checks: Node) -> bool:
 
 
 def _earlier(document: Callable[..., dict[str, Any]], judge: dict[str, Any]) -> Earlier:
-    """A judgement's key, document and bytes with its judge's part before session 75 (`judge`), made when asked."""
+    """A judgement's key, document and bytes as they were before session 75 (`document`: with the case's target then;
+    `judge`: the judge's part then), made when asked."""
 
     def earlier() -> tuple[str, dict[str, Any], bytes]:
         made = document(judge=judge)
@@ -177,8 +178,9 @@ class EvalLayer:
             case = item.case.case
             checks = [c.model_dump(mode="json", exclude_none=True) for c in case.deterministic_checks]
             messages = [m for m in item.messages if not (m.metadata and "attachment" in m.metadata)]
-            target = JudgeTarget.from_case(case, messages=messages, turns=item.turns,
-                                           attachments=[a.name for a in item.attachments])
+            given = JudgeTarget.from_case(case, messages=messages, turns=item.turns,
+                                          attachments=[a.name for a in item.attachments])
+            target = given.shown()  # (a rubric the prompt shows nothing of is in no key since session 75)
             target_doc = field_values(target)  # plain JSON values made for it: no deep copy (asdict's)
             target_id = document_key(target_doc)
             self._case_cache[case_id] = {
@@ -187,6 +189,8 @@ class EvalLayer:
                 "target": target,
                 "target_doc": target_doc,
                 "target_id": target_id,
+                # the target's id in its judgements' keys before session 75 (Node.legacy, Node.earlier); None: the same
+                "target_before": None if target is given else document_key(field_values(given)),
                 "subdocuments": {target_id: target_doc},  # what `explain` expands the target by
             }
         return self._case_cache[case_id]
@@ -238,8 +242,8 @@ class EvalLayer:
     def _judge_parts(self, judge: JudgeConfig) -> tuple[dict[str, Any], dict[str, Any] | None, dict[str, Any] | None]:
         """The judge's part of its judgements' documents now; before session 58 (`cost` and the harness settings in
         it: graph/plan.py Node.legacy), None when the judge declares no `cost`; in sessions 58 to 74 (the harness
-        settings in it: Node.earlier), None when the judge sets none of them or declares a `cost` and no harness
-        setting (the same part as now, or as before session 58). A store built then keeps its judgements."""
+        settings in it: Node.earlier), None when the judge sets none of them (the same part as now). A store built
+        then keeps its judgements."""
         if judge.judge_id not in self._judge_docs:
             from clawstore.evaluate import resolve_judge_model
 
@@ -277,16 +281,22 @@ class EvalLayer:
         checks_output = ev.checks.record["outputs"]["checks"]
         for judge_run, rep in self.judge_plan:
             judge = self.judges[judge_run.judge_id]
+            # The judge's part now, before session 58 (with its `cost`), in sessions 58 to 74; the target before
+            # session 75 (with a rubric the prompt does not show).
             now, legacy, earlier = self._judge_parts(judge)
+            target_before = case["target_before"]
+            if earlier is None and target_before is not None:
+                earlier = now
             document = partial(
-                judge_document, ev.run.record, checks_output, target=case["target_id"], anchors=self.anchors,
+                judge_document, ev.run.record, checks_output, anchors=self.anchors,
                 system_prompt_id=self.system_prompt_id, judge_run_id=judge_run.judge_run_id, repetition=rep,
                 prompt_format=self.prompt_format, redact_secrets=bool(self.policy.get("redact_secrets", True)),
                 attempts=int((judge.model_extra or {}).get("attempts") or 3))
+            before = partial(document, target=target_before or case["target_id"])
             address = {**ev.run.address, "judge_run_id": judge_run.judge_run_id, "judge_repetition": rep}
-            node = self._node("judge", address, document(judge=now), ev.run,
-                              legacy=None if legacy is None else document(judge=legacy),
-                              earlier=None if earlier is None else _earlier(document, earlier))
+            node = self._node("judge", address, document(target=case["target_id"], judge=now), ev.run,
+                              legacy=None if legacy is None else before(judge=legacy),
+                              earlier=None if earlier is None else _earlier(before, earlier))
             node.judge, node.judge_run, node.subdocuments = judge, judge_run, case["subdocuments"]
             node.made = ev.checks.made  # the checks' bytes for its request (shared, read only; None if reused)
             ev.judges.append(node)

@@ -76,10 +76,11 @@ def _built_by(commit: str, ws: Workspace, standin: StandIn, tmp_path: Path, *ext
 @pytest.mark.parametrize("commit", [KEYED_WITH_JUDGE_SETTINGS, KEYED_WITH_PRICES])
 def test_a_store_keyed_with_the_judges_settings_keeps_its_judgements_through_edits_and_a_gc(
         ws: Workspace, standin: StandIn, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, commit: str) -> None:
-    """Built by the claw before session 75 (the settings in the key), or before 58 (the judge's `cost` too): this claw
-    reuses the judgements under the key they had and records them under its own, which a gc keeps (the head names
-    them) and which an edit of a setting (or of the price) leaves as it is."""
+    """Built by the claw before session 75 (the settings in the key, and a rubric the prompt does not show), or before
+    58 (the judge's `cost` too): this claw reuses the judgements under the key they had and records them under its
+    own, which a gc keeps (the head names them) and which an edit of a setting (or of the price) leaves as it is."""
     _judged(ws, standin, monkeypatch, cost={"input": 1.0, "output": 4.0})
+    _unshown_rubric(ws)
     sent = _built_by(commit, ws, standin, tmp_path)
     assert judge_requests(standin) == 4
     _build(ws)
@@ -118,3 +119,28 @@ def test_a_judge_batch_the_claw_before_submitted_is_collected_not_sent_again(
     _judge(ws, timeout_seconds=300)
     _build(ws, run_here)  # and found under the key now
     assert judge_requests(standin) == 0 and standin.batch_stats()["lines"] == 4
+
+
+def _unshown_rubric(ws: Workspace, low: int = 1) -> None:
+    """A rubric on case beta that the judge's prompt does not show (a scale alone)."""
+    ws.edit("cases/beta/test.yaml", lambda d: d.update(rubric={"scale": {"min": low, "max": 5}}))
+
+
+def test_a_store_keyed_with_a_rubric_the_prompt_does_not_show_keeps_its_judgements(
+        ws: Workspace, standin: StandIn, tmp_path: Path) -> None:
+    """A judge with none of the settings (its part of the key unchanged), a case whose rubric the prompt does not show
+    (in the key before session 75): the judgements are found under the key they had, then an edit of that rubric, a gc
+    between, asks nothing (before: 2 judge requests for the same prompt, each edit)."""
+    eval_profile(ws, repetitions=1)
+    ws.edit("evaluation_profiles/ev.yaml", lambda d: d["judges"][0].pop("retries"))
+    standin.script(JUDGE, judge_reply(7))
+    _unshown_rubric(ws)
+    sent = _built_by(KEYED_WITH_JUDGE_SETTINGS, ws, standin, tmp_path)
+    assert judge_requests(standin) == 4
+    _build(ws)
+    assert len(standin.requests) == sent, standin.requests[sent:]
+    collected = run_here(ws.root, "gc", "--grace", "0s")
+    assert collected.code == 0 and "Traceback" not in collected.stderr, collected
+    _unshown_rubric(ws, low=2)
+    _build(ws, run_here)
+    assert len(standin.requests) == sent, standin.requests[sent:]
