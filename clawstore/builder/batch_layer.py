@@ -91,17 +91,15 @@ def batch_layer(how: BatchKind, session: BuildSession, nodes: list[Node], to_sub
     # stands for its key now: a batch an older claw submitted under it is collected, and one this build submits stands
     # for it in an older claw's eyes too (which waits for that batch instead of asking again). Its record is named
     # under the key now as well (`recorded`); one this layer does not handle gets its key now back.
-    # A node's earlier key (graph/plan.py Node.earlier: an llm_probe run's before session 74, a judgement's before
-    # session 75) is gone by the same way when a batch stands for it and for neither other key: collected, never
+    # A node's earlier key (graph/plan.py Node.earlier: an llm_probe run's before session 74 or 75, a judgement's
+    # before 75) is gone by the same way when a batch stands for it and for neither other key: collected, never
     # submitted, under it; the node is given back its legacy key, if any, for what it does after.
     by_legacy: dict[int, _KeyNow] = {}
     for node in nodes:
         legacy = node.legacy
         if node.earlier is not None and oid_hex(node.key) not in covered and (
                 legacy is None or oid_hex(legacy[0]) not in covered):
-            earlier = node.earlier()
-            if oid_hex(earlier[0]) in covered:
-                node.legacy = earlier
+            node.legacy = next((before for before in node.earlier() if oid_hex(before[0]) in covered), legacy)
         if node.legacy is not None and oid_hex(node.key) not in covered and (
                 id(node) in submitting or oid_hex(node.legacy[0]) in covered):
             by_legacy[id(node)] = _by_legacy_key(store, node, legacy)

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from clawstore.store.store import Store
 
 NodeWork = Callable[[Node, str], Stored]  # executes a node for a build (its id), returns its record
-Earlier = Callable[[], tuple[str, dict[str, Any], bytes]]  # a node's key, document and bytes before (Node.earlier)
+Earlier = Callable[[], list[tuple[str, dict[str, Any], bytes]]]  # a node's keys, documents and bytes before
 
 JUDGE_TIMEOUT_S = 120.0
 JUDGE_RETRIES = 3
@@ -119,10 +119,10 @@ def _earlier(document: Callable[..., dict[str, Any]], judge: dict[str, Any]) -> 
     """A judgement's key, document and bytes as they were before session 75 (`document`: with the case's target then;
     `judge`: the judge's part then), made when asked."""
 
-    def earlier() -> tuple[str, dict[str, Any], bytes]:
+    def earlier() -> list[tuple[str, dict[str, Any], bytes]]:
         made = document(judge=judge)
         key, data = keyed_document(made)
-        return key, made, data
+        return [(key, made, data)]
 
     return earlier
 

@@ -68,18 +68,27 @@ def harness_settings(item: CampaignItem) -> bool:
     return item.runner_type == "llm_probe" and not _LLM_PROBE_SETTINGS_NOT_IN_KEY.isdisjoint(item.settings)
 
 
+def unsent_input(item: CampaignItem) -> bool:
+    """Does an llm_probe item have input its runs do not send, which their key leaves out since session 75 (so its runs
+    had another key before): `turns` (the llm_probe runner sends `input.messages` alone)?"""
+    return item.runner_type == "llm_probe" and bool(item.turns)
+
+
 def run_document(item: CampaignItem, repetition: int, *, endpoint: dict[str, Any] | None,
                  attachments: dict[str, dict[str, Any]], runner_identity: dict[str, Any] | None = None,
-                 every_setting: bool = False) -> dict[str, Any]:
+                 every_setting: bool = False, unsent: bool = False) -> dict[str, Any]:
     """The run node's input document.
 
     Covers: runner type, resolved model and endpoint, execution settings, resolved messages and turns
     (sources expanded), attachment contents (by object id), context, case metadata, the case id and the
     repetition index; for openclaw the agent/image identity. Not covered: suite, titles, tags,
     expectations, rubric, checks, execution policy, profile ids, the harness's own settings (`timeout_seconds`,
-    `retries`; `every_setting`: with them, the document before session 74).
+    `retries`; `every_setting`: with them, the document before session 74), an llm_probe run's turns, which it does
+    not send (`unsent`: with them, the document before session 75; always `[]` without, so that a run without turns
+    kept its key).
     """
     case = item.case.case
+    probe = item.runner_type == "llm_probe"
     doc: dict[str, Any] = {
         "kind": "run",
         "version": RUN_DOC_VERSION,
@@ -89,7 +98,7 @@ def run_document(item: CampaignItem, repetition: int, *, endpoint: dict[str, Any
         "input": {
             # Attachments appear once, by content, under "attachments" (their injected text is derived).
             "messages": [_message_doc(m) for m in item.messages if not _is_injected_attachment(m)],
-            "turns": [_message_doc(m) for m in item.turns],
+            "turns": [] if probe and not unsent else [_message_doc(m) for m in item.turns],
             "context": case.input.context,
         },
         "attachments": attachments,

@@ -22,15 +22,13 @@ from clawstore.store import Store
 from clawstore.testing.standin import StandIn
 from tests.support.claw import Claw
 from tests.support.judging import JUDGE, eval_profile, judge_reply, standin_workspace
-from tests.support.oldclaw import old_claw, old_clawstore
+from tests.support.oldclaw import KEYED_WITH_HARNESS_SETTINGS, old_claw, old_clawstore
 from tests.support.workspace import SECRET, Workspace, standard
 
 HOOK = "def check(artifact):\n    return {'passed': True, 'message': 'wanted ' + open('expected.txt').read().strip()}\n"
 EV = ("--evaluation-profile", "ev")
 EXPLAIN = ("explain", "--suite", "main", "--run-profile", "rp", *EV)
 Layers = dict[str, set[str]]  # layer -> {"case/model"} the dry run would execute
-# main when session 74 began: its llm_probe runs' keys held the runner settings `timeout_seconds` and `retries`
-KEYED_WITH_HARNESS_SETTINGS = "7bf5566"
 
 
 def _campaign(ws: Workspace) -> None:

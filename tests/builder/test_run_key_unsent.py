@@ -1,0 +1,74 @@
+"""What an llm_probe run does not send is in no run's key: the `turns` of an llm_probe case (the runner sends
+`input.messages` alone; `claw validate` says so, and a user who then removes the turns paid for every run of the case
+again) and the metadata a `source:` file's message carries (keys beside role, content and name: kept in the trace,
+never sent). A store built by an older claw (its run keys held them) keeps its runs. Real `claw` processes for the
+builds a test is about, the stand-in server; the older claws are this repository's clawstore at their commits."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clawstore.testing.standin import StandIn
+from tests.hostile.attack import Outcome, run_claw
+from tests.support.judging import JUDGE, eval_profile, judge_reply, judge_requests
+from tests.support.oldclaw import KEYED_WITH_HARNESS_SETTINGS, KEYED_WITH_JUDGE_SETTINGS, old_claw, old_clawstore
+from tests.support.prepared import run_here
+from tests.support.workspace import Workspace
+
+CAMPAIGN = ("--suite", "main", "--run-profile", "rp")
+MESSAGES = [{"role": "user", "content": "Name a colour."}]
+
+
+def _build(ws: Workspace, run: Callable[..., Outcome] = run_claw, *extra: str) -> None:
+    built = run(ws.root, "build", *CAMPAIGN, *extra)
+    assert built.code == 0 and "Traceback" not in built.stdout + built.stderr, built
+
+
+def _subject_requests(standin: StandIn) -> int:
+    return sum(1 for r in standin.requests if r["model"] != JUDGE)
+
+
+def _turns(ws: Workspace, turns: list[dict[str, Any]]) -> None:
+    ws.edit("cases/beta/test.yaml", lambda d: d.update(input={"messages": MESSAGES, "turns": turns}))
+
+
+TURNS = [{"role": "user", "content": "And now in French?"}]
+
+
+def test_removing_an_llm_probe_cases_turns_runs_nothing_again(ws: Workspace, standin: StandIn) -> None:
+    """The turns the warning says are not sent, removed (or edited): the runs are the same requests (before: both runs
+    of the case again, paid). The judge is shown the turns: its judgements are asked again."""
+    eval_profile(ws, repetitions=1)
+    standin.script(JUDGE, judge_reply(7))
+    _turns(ws, TURNS)
+    _build(ws, run_here, "--evaluation-profile", "ev")
+    assert _subject_requests(standin) == 4 and judge_requests(standin) == 4
+    _turns(ws, [{"role": "user", "content": "And in German?"}])
+    _build(ws, run_claw, "--evaluation-profile", "ev")
+    assert _subject_requests(standin) == 4 and judge_requests(standin) == 6  # (the judge is shown them)
+    _turns(ws, [])
+    _build(ws, run_claw, "--evaluation-profile", "ev")
+    assert _subject_requests(standin) == 4 and judge_requests(standin) == 8
+
+
+@pytest.mark.parametrize("commit", [KEYED_WITH_JUDGE_SETTINGS, KEYED_WITH_HARNESS_SETTINGS])
+def test_a_store_keyed_with_an_llm_probe_cases_turns_keeps_its_runs(ws: Workspace, standin: StandIn,
+                                                                    tmp_path: Path, commit: str) -> None:
+    """Built by the claw before session 75 (the turns in the run key), or before 74 (the run profile's
+    `timeout_seconds` and `retries` too): this claw finds the runs under the key they had, and records them under its
+    own, which a gc keeps and an edit of the turns leaves as it is."""
+    _turns(ws, TURNS)
+    built = old_claw(old_clawstore(tmp_path / "old", commit), ws.root, "build", *CAMPAIGN)
+    assert built.returncode == 0, built.stdout + built.stderr
+    assert _subject_requests(standin) == 4
+    _build(ws)
+    assert _subject_requests(standin) == 4, standin.requests[4:]
+    collected = run_here(ws.root, "gc", "--grace", "0s")
+    assert collected.code == 0 and "Traceback" not in collected.stderr, collected
+    _turns(ws, [])
+    _build(ws, run_here)
+    assert _subject_requests(standin) == 4, standin.requests[4:]
