@@ -50,11 +50,11 @@ def keyed_document(document: dict[str, Any]) -> tuple[str, bytes]:
     return object_id(data), data
 
 
-def _message_doc(message: ResolvedMessage) -> dict[str, Any]:
+def _message_doc(message: ResolvedMessage, metadata: bool = True) -> dict[str, Any]:
     doc: dict[str, Any] = {"role": message.role, "content": message.content}
     if message.name:
         doc["name"] = message.name
-    if message.metadata:
+    if message.metadata and metadata:
         doc["metadata"] = message.metadata
     return doc
 
@@ -70,8 +70,10 @@ def harness_settings(item: CampaignItem) -> bool:
 
 def unsent_input(item: CampaignItem) -> bool:
     """Does an llm_probe item have input its runs do not send, which their key leaves out since session 75 (so its runs
-    had another key before): `turns` (the llm_probe runner sends `input.messages` alone)?"""
-    return item.runner_type == "llm_probe" and bool(item.turns)
+    had another key before): `turns` (the llm_probe runner sends `input.messages` alone), a message's metadata (the
+    keys beside role, content and name of a `source:` file's mapping: kept in the run's trace, never sent)?"""
+    return item.runner_type == "llm_probe" and (bool(item.turns) or any(
+        m.metadata and not _is_injected_attachment(m) for m in item.messages))
 
 
 def run_document(item: CampaignItem, repetition: int, *, endpoint: dict[str, Any] | None,
@@ -83,9 +85,9 @@ def run_document(item: CampaignItem, repetition: int, *, endpoint: dict[str, Any
     (sources expanded), attachment contents (by object id), context, case metadata, the case id and the
     repetition index; for openclaw the agent/image identity. Not covered: suite, titles, tags,
     expectations, rubric, checks, execution policy, profile ids, the harness's own settings (`timeout_seconds`,
-    `retries`; `every_setting`: with them, the document before session 74), an llm_probe run's turns, which it does
-    not send (`unsent`: with them, the document before session 75; always `[]` without, so that a run without turns
-    kept its key).
+    `retries`; `every_setting`: with them, the document before session 74), an llm_probe run's turns and its
+    messages' metadata, which it does not send (`unsent`: with them, the document before session 75; the turns always
+    `[]` without, so that a run without turns kept its key).
     """
     case = item.case.case
     probe = item.runner_type == "llm_probe"
@@ -97,7 +99,7 @@ def run_document(item: CampaignItem, repetition: int, *, endpoint: dict[str, Any
         "model": {"requested_model": item.resolved_model},
         "input": {
             # Attachments appear once, by content, under "attachments" (their injected text is derived).
-            "messages": [_message_doc(m) for m in item.messages if not _is_injected_attachment(m)],
+            "messages": [_message_doc(m, not probe or unsent) for m in item.messages if not _is_injected_attachment(m)],
             "turns": [] if probe and not unsent else [_message_doc(m) for m in item.turns],
             "context": case.input.context,
         },

@@ -72,3 +72,47 @@ def test_a_store_keyed_with_an_llm_probe_cases_turns_keeps_its_runs(ws: Workspac
     _turns(ws, [])
     _build(ws, run_here)
     assert _subject_requests(standin) == 4, standin.requests[4:]
+
+
+def _noted(ws: Workspace, note: str, name: str = "prompt.yaml") -> None:
+    """Case beta's message from a `source:` file whose mapping carries a key beside role and content (its metadata)."""
+    beta = ws.configs / "cases" / "beta"
+    for old in beta.glob("prompt*.yaml"):
+        old.unlink()
+    (beta / name).write_text(f"role: user\ncontent: Name a colour.\nnote: {note}\n")
+    ws.edit("cases/beta/test.yaml", lambda d: d.update(input={"messages": [{"role": "user", "source": {
+        "path": name}}]}))
+
+
+def test_editing_a_source_messages_metadata_runs_nothing_again(ws: Workspace, standin: StandIn) -> None:
+    """The metadata is kept in the run's trace, never sent nor shown to the judge: editing it sends nothing (before:
+    both runs of the case again). Renaming the file (the same contents) sent nothing before either."""
+    _noted(ws, "first draft")
+    _build(ws, run_here)
+    assert _subject_requests(standin) == 4
+    sent = [m for r in standin.requests for m in r["body"]["messages"]]
+    assert sent and all(set(m) == {"role", "content"} for m in sent), sent  # (what the provider was sent)
+    _noted(ws, "first draft", name="prompt-renamed.yaml")
+    _build(ws, run_here)
+    assert _subject_requests(standin) == 4, standin.requests[4:]
+    _noted(ws, "reviewed", name="prompt-renamed.yaml")
+    _build(ws)
+    assert _subject_requests(standin) == 4, standin.requests[4:]
+
+
+@pytest.mark.parametrize(("commit", "turns"), [(KEYED_WITH_JUDGE_SETTINGS, False), (KEYED_WITH_HARNESS_SETTINGS, True)])
+def test_a_store_keyed_with_a_messages_metadata_keeps_its_runs(ws: Workspace, standin: StandIn, tmp_path: Path,
+                                                               commit: str, turns: bool) -> None:
+    """Built by the claw before session 75, or before 74: the runs of a case whose message carries metadata (and
+    `turns`: both left the run key in session 75), found under the key they had, then a metadata edit sends nothing."""
+    _noted(ws, "first draft")
+    if turns:
+        ws.edit("cases/beta/test.yaml", lambda d: d["input"].update(turns=TURNS))
+    built = old_claw(old_clawstore(tmp_path / "old", commit), ws.root, "build", *CAMPAIGN)
+    assert built.returncode == 0, built.stdout + built.stderr
+    assert _subject_requests(standin) == 4
+    _build(ws)
+    assert _subject_requests(standin) == 4, standin.requests[4:]
+    _noted(ws, "reviewed")
+    _build(ws, run_here)
+    assert _subject_requests(standin) == 4, standin.requests[4:]
