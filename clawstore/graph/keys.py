@@ -33,6 +33,11 @@ _LLM_PROBE_SETTINGS_NOT_IN_KEY: frozenset[str] = frozenset({"timeout_seconds", "
 # timeout after a few judge timeouts asked, and paid for, every judgement of the campaign again. They were in every
 # judgement's key before session 75: a store built then finds its judgements under the key they had (Node.earlier).
 JUDGE_SETTINGS_NOT_IN_KEY: frozenset[str] = frozenset({"timeout_seconds", "retries", "api_key_env"})
+# The runner settings an llm_probe run's key keeps: those the runner reads (runners/llm_probe.py ExecutionParameters)
+# but the harness's own. Any other key is taken unchecked and never sent; it was in the key before session 75, so
+# setting, editing or removing one ran, and paid for, every run it applies to again.
+LLM_PROBE_SETTINGS_IN_KEY: frozenset[str] = frozenset({"temperature", "top_p", "max_tokens", "seed", "max_turns",
+                                                       "tool_choice"})
 
 
 def object_id(data: bytes) -> str:
@@ -71,9 +76,11 @@ def harness_settings(item: CampaignItem) -> bool:
 def unsent_input(item: CampaignItem) -> bool:
     """Does an llm_probe item have input its runs do not send, which their key leaves out since session 75 (so its runs
     had another key before): `turns` (the llm_probe runner sends `input.messages` alone), a message's metadata (the
-    keys beside role, content and name of a `source:` file's mapping: kept in the run's trace, never sent)?"""
+    keys beside role, content and name of a `source:` file's mapping: kept in the run's trace, never sent), a runner
+    setting the runner does not read?"""
     return item.runner_type == "llm_probe" and (bool(item.turns) or any(
-        m.metadata and not _is_injected_attachment(m) for m in item.messages))
+        m.metadata and not _is_injected_attachment(m) for m in item.messages) or any(
+        k not in LLM_PROBE_SETTINGS_IN_KEY and k not in _LLM_PROBE_SETTINGS_NOT_IN_KEY for k in item.settings))
 
 
 def run_document(item: CampaignItem, repetition: int, *, endpoint: dict[str, Any] | None,
@@ -85,9 +92,9 @@ def run_document(item: CampaignItem, repetition: int, *, endpoint: dict[str, Any
     (sources expanded), attachment contents (by object id), context, case metadata, the case id and the
     repetition index; for openclaw the agent/image identity. Not covered: suite, titles, tags,
     expectations, rubric, checks, execution policy, profile ids, the harness's own settings (`timeout_seconds`,
-    `retries`; `every_setting`: with them, the document before session 74), an llm_probe run's turns and its
-    messages' metadata, which it does not send (`unsent`: with them, the document before session 75; the turns always
-    `[]` without, so that a run without turns kept its key).
+    `retries`; `every_setting`: with them, the document before session 74), an llm_probe run's turns, its messages'
+    metadata and the runner settings it does not read, none of which it sends (`unsent`: with them, the document
+    before session 75; the turns always `[]` without, so that a run without turns kept its key).
     """
     case = item.case.case
     probe = item.runner_type == "llm_probe"
@@ -109,9 +116,11 @@ def run_document(item: CampaignItem, repetition: int, *, endpoint: dict[str, Any
     }
     if endpoint is not None:
         doc["model"]["endpoint"] = endpoint
-    if item.runner_type == "llm_probe":
-        doc["runner"] = dict(item.settings) if every_setting else {
-            k: v for k, v in item.settings.items() if k not in _LLM_PROBE_SETTINGS_NOT_IN_KEY}
+    if probe:
+        settings = item.settings
+        doc["runner"] = dict(settings) if every_setting else {
+            k: v for k, v in settings.items() if k not in _LLM_PROBE_SETTINGS_NOT_IN_KEY} if unsent else {
+            k: v for k, v in settings.items() if k in LLM_PROBE_SETTINGS_IN_KEY}
     if runner_identity is not None:
         doc["runner"] = runner_identity
     return doc

@@ -116,3 +116,50 @@ def test_a_store_keyed_with_a_messages_metadata_keeps_its_runs(ws: Workspace, st
     _noted(ws, "reviewed")
     _build(ws, run_here)
     assert _subject_requests(standin) == 4, standin.requests[4:]
+
+
+def _unread(ws: Workspace, value: float | None) -> None:
+    """A runner setting the llm_probe runner does not read (`frequency_penalty`), set in the run profile, or removed."""
+    ws.edit("run_profiles/rp.yaml", lambda d: d["runner_defaults"].pop("frequency_penalty", None) if value is None
+            else d["runner_defaults"].update(frequency_penalty=value))
+
+
+def test_a_runner_setting_llm_probe_does_not_send_runs_nothing_again(ws: Workspace, standin: StandIn) -> None:
+    """Set, edited or removed: the same requests (before: every run of the campaign again, paid)."""
+    _unread(ws, 0.5)
+    _build(ws, run_here)
+    assert _subject_requests(standin) == 4
+    assert not any("frequency_penalty" in r["body"] for r in standin.requests)  # (never sent)
+    _unread(ws, 1.0)
+    _build(ws)
+    assert _subject_requests(standin) == 4, standin.requests[4:]
+    _unread(ws, None)
+    _build(ws, run_here)
+    assert _subject_requests(standin) == 4, standin.requests[4:]
+
+
+@pytest.mark.parametrize("commit", [KEYED_WITH_JUDGE_SETTINGS, KEYED_WITH_HARNESS_SETTINGS])
+def test_a_store_keyed_with_a_runner_setting_llm_probe_does_not_send_keeps_its_runs(
+        ws: Workspace, standin: StandIn, tmp_path: Path, commit: str) -> None:
+    _unread(ws, 0.5)
+    built = old_claw(old_clawstore(tmp_path / "old", commit), ws.root, "build", *CAMPAIGN)
+    assert built.returncode == 0, built.stdout + built.stderr
+    assert _subject_requests(standin) == 4
+    _build(ws)
+    assert _subject_requests(standin) == 4, standin.requests[4:]
+    _unread(ws, None)
+    _build(ws, run_here)
+    assert _subject_requests(standin) == 4, standin.requests[4:]
+
+
+def test_the_settings_in_a_runs_key_are_those_the_runner_reads() -> None:
+    """What an llm_probe run's key keeps of its settings (graph/keys.py) is what the runner reads of them
+    (runners/llm_probe.py `ExecutionParameters`) but the harness's own: a setting the runner comes to read must enter
+    the key, or runs with another value of it would be reused."""
+    import dataclasses
+
+    from clawstore.graph.keys import _LLM_PROBE_SETTINGS_NOT_IN_KEY, LLM_PROBE_SETTINGS_IN_KEY
+    from clawstore.runners.llm_probe import ExecutionParameters
+
+    read = {f.name for f in dataclasses.fields(ExecutionParameters)}
+    assert LLM_PROBE_SETTINGS_IN_KEY == read - _LLM_PROBE_SETTINGS_NOT_IN_KEY
