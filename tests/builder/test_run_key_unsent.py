@@ -158,8 +158,10 @@ def test_the_settings_in_a_runs_key_are_those_the_runner_reads() -> None:
     the key, or runs with another value of it would be reused."""
     import dataclasses
 
+    from clawstore.config.models.runner_settings import RECOGNISED_SETTINGS
     from clawstore.graph.keys import _LLM_PROBE_SETTINGS_NOT_IN_KEY, LLM_PROBE_SETTINGS_IN_KEY
     from clawstore.runners.llm_probe import ExecutionParameters
 
     read = {f.name for f in dataclasses.fields(ExecutionParameters)}
     assert LLM_PROBE_SETTINGS_IN_KEY == read - _LLM_PROBE_SETTINGS_NOT_IN_KEY
+    assert set(RECOGNISED_SETTINGS) == read  # (those `claw validate` checks: docs/configuration.md)
