@@ -18,7 +18,7 @@ from clawstore.builder.legacy_keys import record_under_key_now, record_under_leg
 from clawstore.builder.tree_files import TreeSandboxFiles, TreeWorkspaceFiles
 from clawstore.builder.unstored import Stored, store_answer
 from clawstore.graph.keys import (
-    JUDGE_SETTINGS_NOT_IN_KEY,
+    JUDGE_FIELDS_NOT_IN_KEY,
     checks_document,
     document_key,
     judge_document,
@@ -249,12 +249,12 @@ class EvalLayer:
 
             # Prices (`pricing`, or its OpenClaw name `cost`) only price what was paid: declaring or editing them must
             # not re-judge anything. (`batch`: how a judgement is sent, not what it asks.) Nor do the harness's own
-            # settings (graph/keys.py JUDGE_SETTINGS_NOT_IN_KEY).
+            # settings, nor `base_url` as written (its endpoint is: graph/keys.py JUDGE_FIELDS_NOT_IN_KEY).
             config = judge.model_dump(mode="json", exclude={"judge_id", "pricing", "batch"})
             before = {"model": resolve_judge_model(judge), "config": config,
                       "endpoint": self._endpoint(judge).identity()}
             unpriced = {k: v for k, v in config.items() if k != "cost"}
-            now = {k: v for k, v in unpriced.items() if k not in JUDGE_SETTINGS_NOT_IN_KEY}
+            now = {k: v for k, v in unpriced.items() if k not in JUDGE_FIELDS_NOT_IN_KEY}
             self._judge_docs[judge.judge_id] = (
                 {**before, "config": now}, before if "cost" in config else None,
                 {**before, "config": unpriced} if len(now) < len(unpriced) else None)

@@ -28,11 +28,12 @@ RESULT_DOC_VERSION = 1
 # few timeouts ran, and paid for, every run of the campaign again. They were in every run's key before session 74: a
 # store built then finds its runs under the key they had (graph/plan.py Node.earlier; docs/building.md, Keys).
 _LLM_PROBE_SETTINGS_NOT_IN_KEY: frozenset[str] = frozenset({"timeout_seconds", "retries"})
-# A judge's such settings, and `api_key_env` (which variable holds its key: where it is asked, its base URL, is in the
-# key by its endpoint). A judgement that times out or fails is never reused either; in the key, raising a judge's
-# timeout after a few judge timeouts asked, and paid for, every judgement of the campaign again. They were in every
+# A judge's such settings, `api_key_env` (which variable holds its key) and its `base_url` as written (where it is
+# asked is in the key by its endpoint's base URL as claw calls it: a trailing `/`, or the default written out, asked
+# the same judge). A judgement that times out or fails is never reused either; in the key, raising a judge's timeout
+# after a few judge timeouts asked, and paid for, every judgement of the campaign again. They were in every
 # judgement's key before session 75: a store built then finds its judgements under the key they had (Node.earlier).
-JUDGE_SETTINGS_NOT_IN_KEY: frozenset[str] = frozenset({"timeout_seconds", "retries", "api_key_env"})
+JUDGE_FIELDS_NOT_IN_KEY: frozenset[str] = frozenset({"timeout_seconds", "retries", "api_key_env", "base_url"})
 # The runner settings an llm_probe run's key keeps: those the runner reads (runners/llm_probe.py ExecutionParameters)
 # but the harness's own. Any other key is taken unchecked and never sent; it was in the key before session 75, so
 # setting, editing or removing one ran, and paid for, every run it applies to again.

@@ -65,6 +65,20 @@ def test_editing_a_judges_harness_settings_re_asks_no_judgement(ws: Workspace, s
     assert len(standin.requests) == sent, standin.requests[sent:]  # (before: the 4 judgements asked again)
 
 
+@pytest.mark.parametrize("written", ["{url}", "{url}/", " {url}/ "])
+def test_the_judges_endpoint_written_another_way_re_asks_no_judgement(
+        ws: Workspace, standin: StandIn, monkeypatch: pytest.MonkeyPatch, written: str) -> None:
+    """The key covers where the judge is asked by its endpoint's base URL as claw calls it; the `base_url` as written
+    (the default's written out, a trailing `/`, blanks) was in it too, and asked every judgement again."""
+    _judged(ws, standin, monkeypatch)
+    _build(ws, run_here)
+    assert judge_requests(standin) == 4
+    sent = len(standin.requests)
+    _judge(ws, base_url=written.format(url=standin.base_url))
+    _build(ws)
+    assert len(standin.requests) == sent, standin.requests[sent:]  # (before: the 4 judgements asked again)
+
+
 def _built_by(commit: str, ws: Workspace, standin: StandIn, tmp_path: Path, *extra: str) -> int:
     """The campaign built by the claw at `commit` (its judge's harness settings in its judgements' keys); the stand-in's
     request count after it."""
@@ -76,10 +90,11 @@ def _built_by(commit: str, ws: Workspace, standin: StandIn, tmp_path: Path, *ext
 @pytest.mark.parametrize("commit", [KEYED_WITH_JUDGE_SETTINGS, KEYED_WITH_PRICES])
 def test_a_store_keyed_with_the_judges_settings_keeps_its_judgements_through_edits_and_a_gc(
         ws: Workspace, standin: StandIn, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, commit: str) -> None:
-    """Built by the claw before session 75 (the settings in the key, and a rubric the prompt does not show), or before
-    58 (the judge's `cost` too): this claw reuses the judgements under the key they had and records them under its
-    own, which a gc keeps (the head names them) and which an edit of a setting (or of the price) leaves as it is."""
-    _judged(ws, standin, monkeypatch, cost={"input": 1.0, "output": 4.0})
+    """Built by the claw before session 75 (the settings and the `base_url` as written in the key, and a rubric the
+    prompt does not show), or before 58 (the judge's `cost` too): this claw reuses the judgements under the key they
+    had and records them under its own, which a gc keeps (the head names them) and which an edit of a setting (or of
+    the price) leaves as it is."""
+    _judged(ws, standin, monkeypatch, cost={"input": 1.0, "output": 4.0}, base_url=standin.base_url + "/")
     _unshown_rubric(ws)
     sent = _built_by(commit, ws, standin, tmp_path)
     assert judge_requests(standin) == 4
