@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from clawstore.config.ids import KNOWN_TOOLS
 from clawstore.store.core.ids import oid_of
 from clawstore.values.canonical import canonical_json
 
@@ -39,6 +40,10 @@ JUDGE_FIELDS_NOT_IN_KEY: frozenset[str] = frozenset({"timeout_seconds", "retries
 # setting, editing or removing one ran, and paid for, every run it applies to again.
 LLM_PROBE_SETTINGS_IN_KEY: frozenset[str] = frozenset({"temperature", "top_p", "max_tokens", "seed", "max_turns",
                                                        "tool_choice"})
+# Of those, the ones only a run with tools reads: without tools llm_probe sends one request and takes its answer,
+# whatever `max_turns` says, and sends no `tool_choice` (in the key before session 75: raising `max_turns` after a tool
+# loop ran out re-ran every run without tools too).
+_TOOL_LOOP_SETTINGS: frozenset[str] = frozenset({"max_turns", "tool_choice"})
 
 
 def object_id(data: bytes) -> str:
@@ -78,10 +83,18 @@ def unsent_input(item: CampaignItem) -> bool:
     """Does an llm_probe item have input its runs do not send, which their key leaves out since session 75 (so its runs
     had another key before): `turns` (the llm_probe runner sends `input.messages` alone), a message's metadata (the
     keys beside role, content and name of a `source:` file's mapping: kept in the run's trace, never sent), a runner
-    setting the runner does not read?"""
+    setting the runner does not read (without tools, `max_turns` and `tool_choice` either)?"""
     return item.runner_type == "llm_probe" and (bool(item.turns) or any(
         m.metadata and not _is_injected_attachment(m) for m in item.messages) or any(
-        k not in LLM_PROBE_SETTINGS_IN_KEY and k not in _LLM_PROBE_SETTINGS_NOT_IN_KEY for k in item.settings))
+        k not in _settings_in_key(item) and k not in _LLM_PROBE_SETTINGS_NOT_IN_KEY for k in item.settings))
+
+
+def _settings_in_key(item: CampaignItem) -> frozenset[str]:
+    """The runner settings an llm_probe run reads: without tools, not the tool loop's."""
+    tools = ((item.case.case.input.context or {}).get("llm_probe") or {}).get("tools")
+    if isinstance(tools, list) and any(name in KNOWN_TOOLS for name in tools):
+        return LLM_PROBE_SETTINGS_IN_KEY
+    return LLM_PROBE_SETTINGS_IN_KEY - _TOOL_LOOP_SETTINGS
 
 
 def run_document(item: CampaignItem, repetition: int, *, endpoint: dict[str, Any] | None,
@@ -119,9 +132,10 @@ def run_document(item: CampaignItem, repetition: int, *, endpoint: dict[str, Any
         doc["model"]["endpoint"] = endpoint
     if probe:
         settings = item.settings
+        read = LLM_PROBE_SETTINGS_IN_KEY if unsent else _settings_in_key(item)
         doc["runner"] = dict(settings) if every_setting else {
             k: v for k, v in settings.items() if k not in _LLM_PROBE_SETTINGS_NOT_IN_KEY} if unsent else {
-            k: v for k, v in settings.items() if k in LLM_PROBE_SETTINGS_IN_KEY}
+            k: v for k, v in settings.items() if k in read}
     if runner_identity is not None:
         doc["runner"] = runner_identity
     return doc

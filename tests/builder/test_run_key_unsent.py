@@ -165,3 +165,34 @@ def test_the_settings_in_a_runs_key_are_those_the_runner_reads() -> None:
     read = {f.name for f in dataclasses.fields(ExecutionParameters)}
     assert LLM_PROBE_SETTINGS_IN_KEY == read - _LLM_PROBE_SETTINGS_NOT_IN_KEY
     assert set(RECOGNISED_SETTINGS) == read  # (those `claw validate` checks: docs/configuration.md)
+
+
+def _tool_loop(ws: Workspace, **settings: Any) -> None:
+    ws.edit("run_profiles/rp.yaml", lambda d: d["runner_defaults"].update(settings))
+
+
+def test_the_tool_loop_settings_of_a_run_without_tools_run_nothing_again(ws: Workspace, standin: StandIn) -> None:
+    """`max_turns` and `tool_choice` are read by a run with tools only: without them llm_probe sends one request and
+    takes its answer, and sends no `tool_choice`. Raising `max_turns` after a tool loop ran out re-runs the runs with
+    tools (case alpha's 2), not the others (before: beta's 2 too, the same requests paid again)."""
+    ws.edit("cases/alpha/test.yaml", lambda d: d["input"].update(context={"llm_probe": {"tools": ["read_file"]}}))
+    _tool_loop(ws, max_turns=4)
+    _build(ws, run_here)
+    assert _subject_requests(standin) == 4
+    _tool_loop(ws, max_turns=12, tool_choice="required")
+    _build(ws)
+    assert _subject_requests(standin) == 6, standin.requests[4:]
+    assert {r["body"]["messages"][-1]["content"] for r in standin.requests[4:]} == {"What is 2 + 2?"}  # (alpha's)
+
+
+def test_a_store_keyed_with_the_tool_loop_settings_of_a_run_without_tools_keeps_its_runs(
+        ws: Workspace, standin: StandIn, tmp_path: Path) -> None:
+    _tool_loop(ws, max_turns=4)
+    built = old_claw(old_clawstore(tmp_path / "old", KEYED_WITH_JUDGE_SETTINGS), ws.root, "build", *CAMPAIGN)
+    assert built.returncode == 0, built.stdout + built.stderr
+    assert _subject_requests(standin) == 4
+    _build(ws)
+    assert _subject_requests(standin) == 4, standin.requests[4:]
+    _tool_loop(ws, max_turns=6)
+    _build(ws, run_here)
+    assert _subject_requests(standin) == 4, standin.requests[4:]
