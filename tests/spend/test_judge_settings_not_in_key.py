@@ -7,6 +7,7 @@ its commit then)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -124,6 +125,9 @@ def test_a_judge_batch_the_claw_before_submitted_is_collected_not_sent_again(
     standin.batch_settings(delay=60)
     sent = _built_by(KEYED_WITH_JUDGE_SETTINGS, ws, standin, tmp_path, "--batch")
     assert standin.batch_stats()["lines"] == 4 and judge_requests(standin) == 0
+    planned = run_here(ws.root, "plan", *CAMPAIGN, "--output", "json")  # (the batch is found under the earlier key:
+    assert planned.code == 0, planned  # no request, no cost; before the review of session 75, 4 requests and a cost)
+    assert {k: json.loads(planned.stdout)[k] for k in ("requests", "pending")} == {"requests": 0, "pending": 4}
     standin.batch_settings(delay=0)  # it finishes
     if priced:
         _judge(ws, cost={"input": 1.0, "output": 4.0})
