@@ -83,10 +83,19 @@ def unsent_input(item: CampaignItem) -> bool:
     """Does an llm_probe item have input its runs do not send, which their key leaves out since session 75 (so its runs
     had another key before): `turns` (the llm_probe runner sends `input.messages` alone), a message's metadata (the
     keys beside role, content and name of a `source:` file's mapping: kept in the run's trace, never sent), a runner
-    setting the runner does not read (without tools, `max_turns` and `tool_choice` either)?"""
-    return item.runner_type == "llm_probe" and (bool(item.turns) or any(
+    setting the runner does not read (without tools, `max_turns` and `tool_choice` either), the case's `metadata` (not
+    used by the framework), a part of `input.context` other than its own `llm_probe` one?"""
+    case = item.case.case
+    return item.runner_type == "llm_probe" and (bool(item.turns) or bool(case.metadata) or any(
+        k != "llm_probe" for k in case.input.context) or any(
         m.metadata and not _is_injected_attachment(m) for m in item.messages) or any(
         k not in _settings_in_key(item) and k not in _LLM_PROBE_SETTINGS_NOT_IN_KEY for k in item.settings))
+
+
+def _sent_context(context: dict[str, Any]) -> dict[str, Any]:
+    """What an llm_probe run reads of its case's `input.context`: its own part (the tools), not another runner's hints
+    (`openclaw`) nor keys no runner reads."""
+    return {k: v for k, v in context.items() if k == "llm_probe"}
 
 
 def _settings_in_key(item: CampaignItem) -> frozenset[str]:
@@ -107,7 +116,8 @@ def run_document(item: CampaignItem, repetition: int, *, endpoint: dict[str, Any
     repetition index; for openclaw the agent/image identity. Not covered: suite, titles, tags,
     expectations, rubric, checks, execution policy, profile ids, the harness's own settings (`timeout_seconds`,
     `retries`; `every_setting`: with them, the document before session 74), an llm_probe run's turns, its messages'
-    metadata and the runner settings it does not read, none of which it sends (`unsent`: with them, the document
+    metadata, the runner settings it does not read, its case's `metadata` and the context not its own, none of which
+    it sends (`unsent`: with them, the document
     before session 75; the turns always `[]` without, so that a run without turns kept its key).
     """
     case = item.case.case
@@ -122,10 +132,10 @@ def run_document(item: CampaignItem, repetition: int, *, endpoint: dict[str, Any
             # Attachments appear once, by content, under "attachments" (their injected text is derived).
             "messages": [_message_doc(m, not probe or unsent) for m in item.messages if not _is_injected_attachment(m)],
             "turns": [] if probe and not unsent else [_message_doc(m) for m in item.turns],
-            "context": case.input.context,
+            "context": _sent_context(case.input.context) if probe and not unsent else case.input.context,
         },
         "attachments": attachments,
-        "metadata": case.metadata,
+        "metadata": {} if probe and not unsent else case.metadata,
         "repetition": repetition,
     }
     if endpoint is not None:

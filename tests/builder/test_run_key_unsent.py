@@ -196,3 +196,44 @@ def test_a_store_keyed_with_the_tool_loop_settings_of_a_run_without_tools_keeps_
     _tool_loop(ws, max_turns=6)
     _build(ws, run_here)
     assert _subject_requests(standin) == 4, standin.requests[4:]
+
+
+CASE_EDITS: dict[str, tuple[Callable[[dict[str, Any]], Any], Callable[[dict[str, Any]], Any]]] = {
+    # the case's `metadata` ("not used by the framework"): set, then edited
+    "metadata": (lambda d: d.update(metadata={"owner": "ana"}), lambda d: d.update(metadata={"owner": "bo"})),
+    # another runner's hints in `input.context` (an llm_probe run reads its own part, the tools, alone)
+    "context": (lambda d: d["input"].update(context={"openclaw": {"expected_artifact": "a.md"}}),
+                lambda d: d["input"].update(context={"openclaw": {"expected_artifact": "b.md"}})),
+}
+
+
+@pytest.mark.parametrize("field", list(CASE_EDITS))
+def test_what_an_llm_probe_run_does_not_read_of_its_case_runs_nothing_again(ws: Workspace, standin: StandIn,
+                                                                            field: str) -> None:
+    """Set, then edited: the same requests (before session 75's review: both runs of the case again, paid)."""
+    first, then = CASE_EDITS[field]
+    _build(ws, run_here)
+    assert _subject_requests(standin) == 4
+    ws.edit("cases/beta/test.yaml", first)
+    _build(ws, run_here)
+    assert _subject_requests(standin) == 4, standin.requests[4:]
+    ws.edit("cases/beta/test.yaml", then)
+    _build(ws)
+    assert _subject_requests(standin) == 4, standin.requests[4:]
+
+
+@pytest.mark.parametrize("field", list(CASE_EDITS))
+def test_a_store_keyed_with_what_an_llm_probe_run_does_not_read_keeps_its_runs(
+        ws: Workspace, standin: StandIn, tmp_path: Path, field: str) -> None:
+    """Built by the claw before session 75 (the case's metadata and whole context in the run key): this claw finds the
+    runs under the key they had; an edit then sends nothing."""
+    first, then = CASE_EDITS[field]
+    ws.edit("cases/beta/test.yaml", first)
+    built = old_claw(old_clawstore(tmp_path / "old", KEYED_WITH_JUDGE_SETTINGS), ws.root, "build", *CAMPAIGN)
+    assert built.returncode == 0, built.stdout + built.stderr
+    assert _subject_requests(standin) == 4
+    _build(ws)
+    assert _subject_requests(standin) == 4, standin.requests[4:]
+    ws.edit("cases/beta/test.yaml", then)
+    _build(ws, run_here)
+    assert _subject_requests(standin) == 4, standin.requests[4:]
