@@ -85,7 +85,8 @@ class RunEvaluation:
     @property
     def ok(self) -> bool:
         result, checks = self.result, self.checks
-        # (checks whose record is not reusable, a hook stopped at its timeout, run again next build: not done either)
+        # (checks whose record is not reusable, a hook not run or stopped at its timeout, run again next build: not done
+        # either, so the build exits 1 and leaves no stamp)
         return (self.blocked is None and result is not None and result.record is not None
                 and result.record.get("status") == "success" and bool(result.record.get("cacheable"))
                 and checks is not None and checks.record is not None and bool(checks.record.get("cacheable")))
