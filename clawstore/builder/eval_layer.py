@@ -84,9 +84,12 @@ class RunEvaluation:
 
     @property
     def ok(self) -> bool:
-        result = self.result
+        result, checks = self.result, self.checks
+        # (checks whose record is not reusable, a hook not run or stopped at its timeout, run again next build: not done
+        # either, so the build exits 1 and leaves no stamp)
         return (self.blocked is None and result is not None and result.record is not None
-                and result.record.get("status") == "success" and bool(result.record.get("cacheable")))
+                and result.record.get("status") == "success" and bool(result.record.get("cacheable"))
+                and checks is not None and checks.record is not None and bool(checks.record.get("cacheable")))
 
     def action(self) -> str:
         if self.pending:
@@ -114,6 +117,29 @@ def _batch_judge(judge: JudgeConfig) -> bool:
 def _declarative(checks: Node) -> bool:
     """A checks node with no Python hook (a hook is a subprocess, up to its timeout): cheap enough to run inline."""
     return all(c.python_hook is None for c in checks.run.item.case.case.deterministic_checks)
+
+
+def hook_fault(checks: list[dict[str, Any]]) -> tuple[str, dict[str, str]] | None:
+    """(status, error) of checks a python hook of which says what the machine was like, not what the run did: not run
+    (bubblewrap not working here: `failed`, as a harness's own fault is) or stopped at its timeout (a loaded machine:
+    `timed_out`). Their record is kept with that outcome (the judge sees it) but not reusable: the next build runs the
+    checks again (docs/building.md, "Outcomes and faults"; before session 75 it was kept for ever). None otherwise."""
+    faults: dict[str, list[str]] = {"not_run": [], "timed_out": []}
+    for check in checks:
+        metadata = check.get("metadata") or {}
+        if check.get("outcome") == "error" and check.get("kind") == "python_hook":
+            for fault, ids in faults.items():
+                if metadata.get(fault) is True:
+                    ids.append(str(check.get("check_id")))
+    again = "the next build runs the checks again"
+    if faults["not_run"]:
+        message = next(str(c.get("message")) for c in checks if (c.get("metadata") or {}).get("not_run") is True)
+        return "failed", {"code": "hook_not_run", "message": f"{message} (check {', '.join(faults['not_run'])}); "
+                                                            + again}
+    if faults["timed_out"]:
+        return "timed_out", {"code": "hook_timed_out", "message": f"{len(faults['timed_out'])} hook(s) stopped at the "
+                             f"timeout (check {', '.join(faults['timed_out'])}); " + again}
+    return None
 
 
 def _earlier(document: Callable[..., dict[str, Any]], judge: dict[str, Any]) -> Earlier:
@@ -189,6 +215,7 @@ class EvalLayer:
                 "checks": checks,
                 "host_inputs": check_inputs(case.deterministic_checks, str(item.case.path.parent),
                                             folders=self._hook_folders),
+                "python_hooks": any(c.python_hook is not None for c in case.deterministic_checks),
                 "target": target,
                 "target_doc": target_doc,
                 "target_id": target_id,
@@ -273,7 +300,8 @@ class EvalLayer:
             ev.blocked = f"the run ended {record.get('status')}; it is retried before it is evaluated"
         else:
             case = self._case(run.item)
-            doc = checks_document(record, case["checks"], case["host_inputs"], self.policy, self.checks_format)
+            doc = checks_document(record, case["checks"], case["host_inputs"], self.policy, self.checks_format,
+                                  case["python_hooks"])
             ev.checks = self._node("checks", run.address, doc, run)  # (its run's address: no node changes one)
         return ev
 
@@ -498,23 +526,26 @@ class EvalLayer:
         return self._batched(self._exec_checks, node, build_id)
 
     def _exec_checks(self, node: Node, build_id: str) -> tuple[str, dict[str, Any]]:
-        from clawstore.evaluate import evaluate_checks
+        from clawstore.evaluate import evaluate_checks, hooks
 
         started_at, began = utc_now(), time.monotonic()
         run = node.run
         artifact, sandbox, workspace = self._evidence(run)
         case = run.item.case
         result = evaluate_checks(self._check_specs(run.item), artifact, sandbox_files=sandbox,
-                                 workspace_files=workspace, case_source_path=case.path, security=self.policy)
+                                 workspace_files=workspace, case_source_path=case.path, security=self.policy,
+                                 hook_timeout_s=hooks.DEFAULT_HOOK_TIMEOUT_S)
         summary = result["summary"]
+        fault = hook_fault(result["checks"])
         return self._record(
-            node, status="success", cacheable=True, outputs={"checks": self._put_kept(node, result)},
+            node, status=fault[0] if fault else "success", cacheable=fault is None,
+            outputs={"checks": self._put_kept(node, result)},
             metrics={"latency_s": round(time.monotonic() - began, 6)},
             summary={"passed": summary.get("passed_checks", 0), "failed": summary.get("failed_checks", 0),
                      "error": summary.get("error_checks", 0),
                      "checks": [{k: c.get(k) for k in ("check_id", "kind", "outcome", "message", "dimensions")}
                                 for c in result["checks"]]},
-            error=None, started_at=started_at, build_id=build_id)
+            error=fault[1] if fault else None, started_at=started_at, build_id=build_id)
 
     def _put_kept(self, node: Node, value: Any) -> str:
         """`put_json(value)`, its bytes kept on `node` for its run's result node, which would read them back (an index

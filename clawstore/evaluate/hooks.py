@@ -178,7 +178,8 @@ def run_python_hook(
         target, mode = str(hook["import_path"]), "import"
     reason = bwrap_unavailable_reason()
     if reason is not None:
-        return HookOutcome("error", f"{reason}; python hooks never run unconfined, so the hook was not run")
+        return HookOutcome("error", f"{reason}; python hooks never run unconfined, so the hook was not run",
+                           metadata={"not_run": True})
     extra_ro: list[str] = []
     if mode == "import":
         root = _import_root(target, real_dir)

@@ -170,9 +170,12 @@ def run_outputs_ref(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def checks_document(run_record: dict[str, Any], checks: list[dict[str, Any]], host_inputs: dict[str, Any],
-                    policy: dict[str, Any], format_version: int) -> dict[str, Any]:
-    """Covers the run's outputs, the check specs, the host and hook files they read, the hook policy."""
-    return {
+                    policy: dict[str, Any], format_version: int, python_hooks: bool = False) -> dict[str, Any]:
+    """Covers the run's outputs, the check specs, the host and hook files they read, the hook policy. With a python
+    hook (`python_hooks`) also `hook_faults: retried`: under such a key no record keeps a hook the machine kept from
+    running or stopped at its timeout (builder/eval_layer.py `hook_fault`); records made before session 75 could, under
+    the key without it, and are left behind."""
+    doc = {
         "kind": "checks",
         "version": CHECKS_DOC_VERSION,
         "format_version": format_version,
@@ -181,6 +184,9 @@ def checks_document(run_record: dict[str, Any], checks: list[dict[str, Any]], ho
         "host_inputs": host_inputs,
         "policy": policy,
     }
+    if python_hooks:
+        doc["hook_faults"] = "retried"
+    return doc
 
 
 def judge_document(run_record: dict[str, Any], checks_output: str, *, target: str,
