@@ -91,15 +91,20 @@ def batch_layer(how: BatchKind, session: BuildSession, nodes: list[Node], to_sub
     # stands for its key now: a batch an older claw submitted under it is collected, and one this build submits stands
     # for it in an older claw's eyes too (which waits for that batch instead of asking again). Its record is named
     # under the key now as well (`recorded`); one this layer does not handle gets its key now back.
+    # A node's earlier key (graph/plan.py Node.earlier: an llm_probe run's before session 74 or 75, a judgement's
+    # before 75) is gone by the same way when a batch stands for it and for neither other key: collected, never
+    # submitted, under it; the node is given back its legacy key, if any, for what it does after.
     by_legacy: dict[int, _KeyNow] = {}
     for node in nodes:
-        if node.legacy is None and node.earlier is not None and oid_hex(node.key) not in covered:
-            earlier = node.earlier()  # (an llm_probe run's key before session 74: collected, never submitted, under it)
-            if oid_hex(earlier[0]) in covered:
-                node.legacy = earlier
+        legacy = node.legacy
+        if node.earlier is not None and oid_hex(node.key) not in covered and (
+                legacy is None or oid_hex(legacy[0]) not in covered):
+            node.legacy = next((before for before in node.earlier() if oid_hex(before[0]) in covered), legacy)
         if node.legacy is not None and oid_hex(node.key) not in covered and (
                 id(node) in submitting or oid_hex(node.legacy[0]) in covered):
-            by_legacy[id(node)] = _by_legacy_key(store, node)
+            by_legacy[id(node)] = _by_legacy_key(store, node, legacy)
+        else:
+            node.legacy = legacy
     nodes = [n for n in nodes if id(n) in submitting or oid_hex(n.key) in covered]  # the rest: not ours
     if not nodes:
         return set()
@@ -166,16 +171,17 @@ def batch_layer(how: BatchKind, session: BuildSession, nodes: list[Node], to_sub
     return handled
 
 
-# What a node going by its legacy key had under its key now: key, document, its bytes, record, record id, unseen, and
-# the legacy key it had (Node.legacy).
+# What a node going by its legacy (or earlier) key had under its key now: key, document, its bytes, record, record id,
+# unseen, and the legacy key it had (Node.legacy; None when it goes by its earlier key and had none).
 _KeyNow = tuple[str, dict[str, Any], bytes | None, dict[str, Any] | None, str | None, list[str] | None,
-                tuple[str, dict[str, Any], bytes]]
+                tuple[str, dict[str, Any], bytes] | None]
 
 
-def _by_legacy_key(store: Store, node: Node) -> _KeyNow:
+def _by_legacy_key(store: Store, node: Node, legacy: tuple[str, dict[str, Any], bytes] | None) -> _KeyNow:
+    """The node keyed by `node.legacy` (its legacy key, or its earlier one) for this layer; `legacy`: the legacy key
+    it is given back with (builder/legacy_keys.py records what it executes one by one under that one only)."""
     assert node.legacy is not None
-    kept: _KeyNow = (node.key, node.document, node.document_bytes, node.record, node.record_id, node.unseen,
-                     node.legacy)
+    kept: _KeyNow = (node.key, node.document, node.document_bytes, node.record, node.record_id, node.unseen, legacy)
     node.take_legacy()
     node.keyed_now = kept[:3]
     # As planned under it: what is there now is not adopted as if stored meanwhile (an older claw's failure there is

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from clawstore.builder.execute import execute_nodes, partition
@@ -17,6 +18,7 @@ from clawstore.builder.legacy_keys import record_under_key_now, record_under_leg
 from clawstore.builder.tree_files import TreeSandboxFiles, TreeWorkspaceFiles
 from clawstore.builder.unstored import Stored, store_answer
 from clawstore.graph.keys import (
+    JUDGE_FIELDS_NOT_IN_KEY,
     checks_document,
     document_key,
     judge_document,
@@ -46,6 +48,7 @@ if TYPE_CHECKING:
     from clawstore.store.store import Store
 
 NodeWork = Callable[[Node, str], Stored]  # executes a node for a build (its id), returns its record
+Earlier = Callable[[], list[tuple[str, dict[str, Any], bytes]]]  # a node's keys, documents and bytes before
 
 JUDGE_TIMEOUT_S = 120.0
 JUDGE_RETRIES = 3
@@ -81,9 +84,12 @@ class RunEvaluation:
 
     @property
     def ok(self) -> bool:
-        result = self.result
+        result, checks = self.result, self.checks
+        # (checks whose record is not reusable, a hook not run or stopped at its timeout, run again next build: not done
+        # either, so the build exits 1 and leaves no stamp)
         return (self.blocked is None and result is not None and result.record is not None
-                and result.record.get("status") == "success" and bool(result.record.get("cacheable")))
+                and result.record.get("status") == "success" and bool(result.record.get("cacheable"))
+                and checks is not None and checks.record is not None and bool(checks.record.get("cacheable")))
 
     def action(self) -> str:
         if self.pending:
@@ -111,6 +117,41 @@ def _batch_judge(judge: JudgeConfig) -> bool:
 def _declarative(checks: Node) -> bool:
     """A checks node with no Python hook (a hook is a subprocess, up to its timeout): cheap enough to run inline."""
     return all(c.python_hook is None for c in checks.run.item.case.case.deterministic_checks)
+
+
+def hook_fault(checks: list[dict[str, Any]]) -> tuple[str, dict[str, str]] | None:
+    """(status, error) of checks a python hook of which says what the machine was like, not what the run did: not run
+    (bubblewrap not working here: `failed`, as a harness's own fault is) or stopped at its timeout (a loaded machine:
+    `timed_out`). Their record is kept with that outcome (the judge sees it) but not reusable: the next build runs the
+    checks again (docs/building.md, "Outcomes and faults"; before session 75 it was kept for ever). None otherwise."""
+    faults: dict[str, list[str]] = {"not_run": [], "timed_out": []}
+    for check in checks:
+        metadata = check.get("metadata") or {}
+        if check.get("outcome") == "error" and check.get("kind") == "python_hook":
+            for fault, ids in faults.items():
+                if metadata.get(fault) is True:
+                    ids.append(str(check.get("check_id")))
+    again = "the next build runs the checks again"
+    if faults["not_run"]:
+        message = next(str(c.get("message")) for c in checks if (c.get("metadata") or {}).get("not_run") is True)
+        return "failed", {"code": "hook_not_run", "message": f"{message} (check {', '.join(faults['not_run'])}); "
+                                                            + again}
+    if faults["timed_out"]:
+        return "timed_out", {"code": "hook_timed_out", "message": f"{len(faults['timed_out'])} hook(s) stopped at the "
+                             f"timeout (check {', '.join(faults['timed_out'])}); " + again}
+    return None
+
+
+def _earlier(document: Callable[..., dict[str, Any]], judge: dict[str, Any]) -> Earlier:
+    """A judgement's key, document and bytes as they were before session 75 (`document`: with the case's target then;
+    `judge`: the judge's part then), made when asked."""
+
+    def earlier() -> list[tuple[str, dict[str, Any], bytes]]:
+        made = document(judge=judge)
+        key, data = keyed_document(made)
+        return [(key, made, data)]
+
+    return earlier
 
 
 def _addresses(run: Node, judge_plan: list[tuple[str, int]]) -> set[str]:
@@ -151,8 +192,7 @@ class EvalLayer:
         self.prompt_format = JUDGE_PROMPT_FORMAT_VERSION
         self._case_cache: dict[str, dict[str, Any]] = {}
         self._hook_folders: FolderCache = {}  # (import_path hooks' folders outside their case: listed once per build)
-        self._judge_docs: dict[str, dict[str, Any]] = {}
-        self._legacy_judge_docs: dict[str, dict[str, Any] | None] = {}
+        self._judge_docs: dict[str, tuple[dict[str, Any], dict[str, Any] | None, dict[str, Any] | None]] = {}
         self._endpoints: dict[str, Endpoint] = {}
         self._prompt_stored = False  # the judge system prompt's object is durable in the store (put by this build)
         self._artifact_readers: dict[Node, set[int]] = {}  # run → judgements yet to read its kept artifact
@@ -166,17 +206,21 @@ class EvalLayer:
             case = item.case.case
             checks = [c.model_dump(mode="json", exclude_none=True) for c in case.deterministic_checks]
             messages = [m for m in item.messages if not (m.metadata and "attachment" in m.metadata)]
-            target = JudgeTarget.from_case(case, messages=messages, turns=item.turns,
-                                           attachments=[a.name for a in item.attachments])
+            given = JudgeTarget.from_case(case, messages=messages, turns=item.turns,
+                                          attachments=[a.name for a in item.attachments])
+            target = given.shown()  # (a rubric the prompt shows nothing of is in no key since session 75)
             target_doc = field_values(target)  # plain JSON values made for it: no deep copy (asdict's)
             target_id = document_key(target_doc)
             self._case_cache[case_id] = {
                 "checks": checks,
                 "host_inputs": check_inputs(case.deterministic_checks, str(item.case.path.parent),
                                             folders=self._hook_folders),
+                "python_hooks": any(c.python_hook is not None for c in case.deterministic_checks),
                 "target": target,
                 "target_doc": target_doc,
                 "target_id": target_id,
+                # the target's id in its judgements' keys before session 75 (Node.legacy, Node.earlier); None: the same
+                "target_before": None if target is given else document_key(field_values(given)),
                 "subdocuments": {target_id: target_doc},  # what `explain` expands the target by
             }
         return self._case_cache[case_id]
@@ -222,23 +266,29 @@ class EvalLayer:
         return self._endpoints[judge.judge_id]
 
     def _judge_doc(self, judge: JudgeConfig) -> dict[str, Any]:
+        """The judge's part of its judgements' documents."""
+        return self._judge_parts(judge)[0]
+
+    def _judge_parts(self, judge: JudgeConfig) -> tuple[dict[str, Any], dict[str, Any] | None, dict[str, Any] | None]:
+        """The judge's part of its judgements' documents now; before session 58 (`cost` and the harness settings in
+        it: graph/plan.py Node.legacy), None when the judge declares no `cost`; in sessions 58 to 74 (the harness
+        settings in it: Node.earlier), None when the judge sets none of them (the same part as now). A store built
+        then keeps its judgements."""
         if judge.judge_id not in self._judge_docs:
             from clawstore.evaluate import resolve_judge_model
 
             # Prices (`pricing`, or its OpenClaw name `cost`) only price what was paid: declaring or editing them must
-            # not re-judge anything. (`batch`: how a judgement is sent, not what it asks.)
+            # not re-judge anything. (`batch`: how a judgement is sent, not what it asks.) Nor do the harness's own
+            # settings, nor `base_url` as written (its endpoint is: graph/keys.py JUDGE_FIELDS_NOT_IN_KEY).
             config = judge.model_dump(mode="json", exclude={"judge_id", "pricing", "batch"})
             before = {"model": resolve_judge_model(judge), "config": config,
                       "endpoint": self._endpoint(judge).identity()}
-            self._judge_docs[judge.judge_id] = {**before, "config": {k: v for k, v in config.items() if k != "cost"}}
-            self._legacy_judge_docs[judge.judge_id] = before if "cost" in config else None
+            unpriced = {k: v for k, v in config.items() if k != "cost"}
+            now = {k: v for k, v in unpriced.items() if k not in JUDGE_FIELDS_NOT_IN_KEY}
+            self._judge_docs[judge.judge_id] = (
+                {**before, "config": now}, before if "cost" in config else None,
+                {**before, "config": unpriced} if len(now) < len(unpriced) else None)
         return self._judge_docs[judge.judge_id]
-
-    def _legacy_judge_doc(self, judge: JudgeConfig) -> dict[str, Any] | None:
-        """The judge's part of its judgements' documents before `cost` left it (a store built then keeps them:
-        graph/plan.py Node.legacy); None when the judge declares no `cost` (the same part)."""
-        self._judge_doc(judge)
-        return self._legacy_judge_docs[judge.judge_id]
 
     # ---- planning: each layer's nodes become known once the layer below has a record ----
     def start(self, run: Node) -> RunEvaluation:
@@ -250,7 +300,8 @@ class EvalLayer:
             ev.blocked = f"the run ended {record.get('status')}; it is retried before it is evaluated"
         else:
             case = self._case(run.item)
-            doc = checks_document(record, case["checks"], case["host_inputs"], self.policy, self.checks_format)
+            doc = checks_document(record, case["checks"], case["host_inputs"], self.policy, self.checks_format,
+                                  case["python_hooks"])
             ev.checks = self._node("checks", run.address, doc, run)  # (its run's address: no node changes one)
         return ev
 
@@ -261,15 +312,22 @@ class EvalLayer:
         checks_output = ev.checks.record["outputs"]["checks"]
         for judge_run, rep in self.judge_plan:
             judge = self.judges[judge_run.judge_id]
-            docs = [judge_document(
-                ev.run.record, checks_output, target=case["target_id"], anchors=self.anchors,
-                system_prompt_id=self.system_prompt_id, judge=judge_doc,
-                judge_run_id=judge_run.judge_run_id, repetition=rep, prompt_format=self.prompt_format,
-                redact_secrets=bool(self.policy.get("redact_secrets", True)),
+            # The judge's part now, before session 58 (with its `cost`), in sessions 58 to 74; the target before
+            # session 75 (with a rubric the prompt does not show).
+            now, legacy, earlier = self._judge_parts(judge)
+            target_before = case["target_before"]
+            if earlier is None and target_before is not None:
+                earlier = now
+            document = partial(
+                judge_document, ev.run.record, checks_output, anchors=self.anchors,
+                system_prompt_id=self.system_prompt_id, judge_run_id=judge_run.judge_run_id, repetition=rep,
+                prompt_format=self.prompt_format, redact_secrets=bool(self.policy.get("redact_secrets", True)),
                 attempts=int((judge.model_extra or {}).get("attempts") or 3))
-                for judge_doc in (self._judge_doc(judge), self._legacy_judge_doc(judge)) if judge_doc is not None]
+            before = partial(document, target=target_before or case["target_id"])
             address = {**ev.run.address, "judge_run_id": judge_run.judge_run_id, "judge_repetition": rep}
-            node = self._node("judge", address, docs[0], ev.run, legacy=docs[1] if len(docs) > 1 else None)
+            node = self._node("judge", address, document(target=case["target_id"], judge=now), ev.run,
+                              legacy=None if legacy is None else before(judge=legacy),
+                              earlier=None if earlier is None else _earlier(before, earlier))
             node.judge, node.judge_run, node.subdocuments = judge, judge_run, case["subdocuments"]
             node.made = ev.checks.made  # the checks' bytes for its request (shared, read only; None if reused)
             ev.judges.append(node)
@@ -289,13 +347,14 @@ class EvalLayer:
         ev.result.made = made
 
     def _node(self, kind: str, address: dict[str, Any], doc: dict[str, Any], run: Node,
-              legacy: dict[str, Any] | None = None) -> Node:
+              legacy: dict[str, Any] | None = None, earlier: Earlier | None = None) -> Node:
         key, data = keyed_document(doc)
         node = Node(kind, address, doc, key, run.item, document_bytes=data)
         node.run = run
         if legacy is not None:
             legacy_key, legacy_data = keyed_document(legacy)
             node.legacy = (legacy_key, legacy, legacy_data)
+        node.earlier = earlier
         # Planned node by node as runs finish: a miss does not list the index again each time (the view looks
         # again every RECHECK_S; what another build records meanwhile is adopted when claimed).
         attach_record(node, self.store, self.head, look_again=False)
@@ -467,23 +526,26 @@ class EvalLayer:
         return self._batched(self._exec_checks, node, build_id)
 
     def _exec_checks(self, node: Node, build_id: str) -> tuple[str, dict[str, Any]]:
-        from clawstore.evaluate import evaluate_checks
+        from clawstore.evaluate import evaluate_checks, hooks
 
         started_at, began = utc_now(), time.monotonic()
         run = node.run
         artifact, sandbox, workspace = self._evidence(run)
         case = run.item.case
         result = evaluate_checks(self._check_specs(run.item), artifact, sandbox_files=sandbox,
-                                 workspace_files=workspace, case_source_path=case.path, security=self.policy)
+                                 workspace_files=workspace, case_source_path=case.path, security=self.policy,
+                                 hook_timeout_s=hooks.DEFAULT_HOOK_TIMEOUT_S)
         summary = result["summary"]
+        fault = hook_fault(result["checks"])
         return self._record(
-            node, status="success", cacheable=True, outputs={"checks": self._put_kept(node, result)},
+            node, status=fault[0] if fault else "success", cacheable=fault is None,
+            outputs={"checks": self._put_kept(node, result)},
             metrics={"latency_s": round(time.monotonic() - began, 6)},
             summary={"passed": summary.get("passed_checks", 0), "failed": summary.get("failed_checks", 0),
                      "error": summary.get("error_checks", 0),
                      "checks": [{k: c.get(k) for k in ("check_id", "kind", "outcome", "message", "dimensions")}
                                 for c in result["checks"]]},
-            error=None, started_at=started_at, build_id=build_id)
+            error=fault[1] if fault else None, started_at=started_at, build_id=build_id)
 
     def _put_kept(self, node: Node, value: Any) -> str:
         """`put_json(value)`, its bytes kept on `node` for its run's result node, which would read them back (an index

@@ -181,7 +181,8 @@ def run_python_hook(
         target, mode = str(hook["import_path"]), "import"
     reason = bwrap_unavailable_reason()
     if reason is not None:
-        return HookOutcome("error", f"{reason}; python hooks never run unconfined, so the hook was not run")
+        return HookOutcome("error", f"{reason}; python hooks never run unconfined, so the hook was not run",
+                           metadata={"not_run": True})
     extra_ro: list[str] = []
     # A hook file outside its case directory (`../../shared/check.py`, shared by cases): its folder is bound too.
     # (Before session 75 it was not: every such check ended `error`, FileNotFoundError, after the build had paid for

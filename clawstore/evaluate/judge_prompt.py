@@ -7,7 +7,7 @@ the rendering changes, so stored judgements are recomputed rather than silently 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from clawstore.evaluate.evidence import DIMENSIONS
@@ -61,6 +61,14 @@ class JudgeTarget:
             rubric=data.get("rubric"),
             attachments=list(names),
         )
+
+    def shown(self) -> JudgeTarget:
+        """The target as the judge's prompt shows it: without a rubric the prompt shows nothing of (a `scale` with
+        neither anchors, criteria nor scoring instructions, an empty one, blank instructions). What a judgement's key
+        covers (since session 75: before, such a rubric's edit asked the judge again for the same prompt)."""
+        if self.rubric is None or _render_rubric(self.rubric):
+            return self
+        return replace(self, rubric=None)
 
 
 def _messages(items: Sequence[Any]) -> list[dict[str, Any]]:

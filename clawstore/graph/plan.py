@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from clawstore.graph.keys import attachments_document, harness_settings, keyed_document, run_document
+from clawstore.graph.keys import attachments_document, harness_settings, keyed_document, run_document, unsent_input
 from clawstore.graph.records import is_fresh
 
 if TYPE_CHECKING:
@@ -67,10 +67,15 @@ class Node:
     # it records it under this key as well (builder/legacy_keys.py), so that a later price edit (which changes the
     # legacy key) still finds it.
     keyed_now: tuple[str, dict[str, Any], bytes | None] | None = None
-    # An llm_probe run's (key, document, its bytes) before `timeout_seconds` and `retries` left its key (session 74;
-    # graph/keys.py), made when asked: looked up for a record to reuse only, when none is under its key (then as
-    # `legacy`: the build records it under its key now), never claimed nor written under.
-    earlier: Callable[[], tuple[str, dict[str, Any], bytes]] | None = None
+    # The (key, document, its bytes) the node had before what changes nothing it sends left its key (graph/keys.py),
+    # newest first: an llm_probe run's before its turns left it (session 75) and before `timeout_seconds` and `retries`
+    # did (session 74, its turns in it too); a judgement's before its judge's `timeout_seconds`, `retries` and
+    # `api_key_env`, and a rubric its prompt does not show, did (session 75; with the judge's `cost`, if any, left out
+    # as since session 58: the judgement's key before 58 is its `legacy`). Made when asked: looked up for a record to
+    # reuse only, when none is under its key nor its legacy key (the first found is taken as `legacy` is: the build
+    # records it under its key now), and for a pending provider batch an older claw submitted
+    # (builder/batch_layer.py); never claimed nor written under.
+    earlier: Callable[[], list[tuple[str, dict[str, Any], bytes]]] | None = None
 
     @property
     def fresh(self) -> bool:
@@ -122,8 +127,8 @@ def plan_runs(campaign: Campaign, repetitions: int, endpoint_of: ItemIdentity,
     """Models (suite order) × cases (sorted) × repetitions (of `items`, default every item of the campaign). Pure
     apart from the callbacks: `endpoint_of(item) -> dict | None` and `runner_identity_of(item) -> dict | None`;
     `legacy_identity_of(item)`, asked after it: the runner identity its runs had before a price left it (Node.legacy),
-    None when the same. An llm_probe run setting `timeout_seconds` or `retries` gets the key it had before they left
-    it (session 74) as `Node.earlier`."""
+    None when the same. An llm_probe run setting `timeout_seconds` or `retries`, or with `turns`, gets the keys it had
+    before they left it (sessions 74, 75) as `Node.earlier`."""
     nodes: list[Node] = []
     attachment_docs: dict[str, dict[str, Any]] = {}
     for item in campaign.items if items is None else items:
@@ -133,7 +138,7 @@ def plan_runs(campaign: Campaign, repetitions: int, endpoint_of: ItemIdentity,
         endpoint = endpoint_of(item)
         identity = runner_identity_of(item)
         legacy = legacy_identity_of(item) if legacy_identity_of is not None else None
-        every_setting = harness_settings(item)
+        every_setting, unsent = harness_settings(item), unsent_input(item)
         for repetition in range(repetitions):
             document = run_document(item, repetition, endpoint=endpoint, attachments=attachment_docs[case_id],
                                     runner_identity=identity)
@@ -144,20 +149,27 @@ def plan_runs(campaign: Campaign, repetitions: int, endpoint_of: ItemIdentity,
                                       runner_identity=legacy)
                 legacy_key, legacy_data = keyed_document(before)
                 node.legacy = (legacy_key, before, legacy_data)
-            elif every_setting:
-                node.earlier = _earlier_run(item, repetition, endpoint, attachment_docs[case_id])
+            elif every_setting or unsent:
+                node.earlier = _earlier_run(item, repetition, endpoint, attachment_docs[case_id], every_setting,
+                                            unsent)
             nodes.append(node)
     return nodes
 
 
 def _earlier_run(item: CampaignItem, repetition: int, endpoint: dict[str, Any] | None,
-                 attachments: dict[str, dict[str, Any]]) -> Callable[[], tuple[str, dict[str, Any], bytes]]:
-    """The run's key, document and bytes before session 74 (every runner setting in it), made when asked."""
+                 attachments: dict[str, dict[str, Any]], every_setting: bool,
+                 unsent: bool) -> Callable[[], list[tuple[str, dict[str, Any], bytes]]]:
+    """The run's keys, documents and bytes before session 75 (its turns in it: `unsent`) and before session 74 (every
+    runner setting in it, and its turns: `every_setting`), made when asked."""
 
-    def earlier() -> tuple[str, dict[str, Any], bytes]:
-        document = run_document(item, repetition, endpoint=endpoint, attachments=attachments, every_setting=True)
-        key, data = keyed_document(document)
-        return key, document, data
+    def earlier() -> list[tuple[str, dict[str, Any], bytes]]:
+        made = []
+        for before_74 in [False] * unsent + [True] * every_setting:
+            document = run_document(item, repetition, endpoint=endpoint, attachments=attachments,
+                                    every_setting=before_74, unsent=True)
+            key, data = keyed_document(document)
+            made.append((key, document, data))
+        return made
 
     return earlier
 
@@ -197,15 +209,17 @@ def attach_record(node: Node, store: StoreReader, head: HeadNodes | None = None,
     earlier = node.earlier
     if earlier is not None and node.fresh:
         node.earlier = None
-    elif earlier is not None:  # (an llm_probe run keyed with its timeout and retries before session 74)
+    elif earlier is not None:  # (keyed with what changes nothing it sends: before session 74 or 75)
         now = node.key, node.document, node.document_bytes, node.record_id, node.record, node.unseen
-        node.key, node.document, node.document_bytes = earlier()
-        node.record_id = node.record = node.unseen = None
-        _attach_by_key(node, store, head, present, look_again)
-        if node.fresh:  # reused under the key it had; the build records it under its key now (builder/legacy_keys.py)
-            node.keyed_now, node.earlier = (now[0], now[1], now[2]), None
-        else:  # (kept: a provider batch an older claw submitted may stand for it, builder/batch_layer.py)
-            node.key, node.document, node.document_bytes, node.record_id, node.record, node.unseen = now
+        for before in earlier():
+            node.key, node.document, node.document_bytes = before
+            node.record_id = node.record = node.unseen = None
+            _attach_by_key(node, store, head, present, look_again)
+            if node.fresh:  # reused under the key it had; the build records it under its key now (legacy_keys.py)
+                node.keyed_now, node.earlier = (now[0], now[1], now[2]), None
+                return
+        # (kept: a provider batch an older claw submitted may stand for it, builder/batch_layer.py)
+        node.key, node.document, node.document_bytes, node.record_id, node.record, node.unseen = now
 
 
 def _attach_by_key(node: Node, store: StoreReader, head: HeadNodes | None, present: set[str] | None,

@@ -95,7 +95,10 @@ def require_built(store: Store, campaign_id: str, kept_apart_ok: bool = False) -
 
 def is_read_only(root: Path) -> bool:
     """Whether the store at `root` cannot be written (a shared store mounted read-only, or another user's)."""
-    return os.path.isdir(root / "tmp") and not os.access(root / "tmp", os.W_OK)
+    from clawstore.store.core.layout import StoreLayout
+
+    tmp = StoreLayout(root).tmp
+    return os.path.isdir(tmp) and not os.access(tmp, os.W_OK)
 
 
 def refuse_read_only(root: Path, needs: str) -> None:

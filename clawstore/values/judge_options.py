@@ -9,7 +9,7 @@ RESERVED_REQUEST_KEYS = ("model", "messages")
 # A judge's fields clawstore reads itself (its id and model, prices, batch, endpoint, transport); the config reference:
 # "any extra judge fields are passed through as request_options", so every other field goes into the request.
 JUDGE_OWN_FIELDS = frozenset({"judge_id", "type", "model", "request_options", "judge_model", "model_id", "pricing",
-                              "cost", "batch", "base_url", "api_key_env", "timeout_seconds", "retries"})
+                              "cost", "batch", "base_url", "api_key_env", "timeout_seconds", "retries", "attempts"})
 
 
 def judge_request_options(judge: Mapping[str, Any]) -> dict[str, Any]:

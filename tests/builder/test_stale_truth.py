@@ -22,15 +22,13 @@ from clawstore.store import Store
 from clawstore.testing.standin import StandIn
 from tests.support.claw import Claw
 from tests.support.judging import JUDGE, eval_profile, judge_reply, standin_workspace
-from tests.support.oldclaw import old_claw, old_clawstore
+from tests.support.oldclaw import KEYED_WITH_HARNESS_SETTINGS, old_claw, old_clawstore
 from tests.support.workspace import SECRET, Workspace, standard
 
 HOOK = "def check(artifact):\n    return {'passed': True, 'message': 'wanted ' + open('expected.txt').read().strip()}\n"
 EV = ("--evaluation-profile", "ev")
 EXPLAIN = ("explain", "--suite", "main", "--run-profile", "rp", *EV)
 Layers = dict[str, set[str]]  # layer -> {"case/model"} the dry run would execute
-# main when session 74 began: its llm_probe runs' keys held the runner settings `timeout_seconds` and `retries`
-KEYED_WITH_HARNESS_SETTINGS = "7bf5566"
 
 
 def _campaign(ws: Workspace) -> None:
@@ -172,6 +170,17 @@ ROWS: list[tuple[str, Callable[[Workspace], None], Layers, int, int, str | None]
         timeout_seconds=60, retries=4)), NOTHING, 0, 0, None),
     ("judge base_url", _evaluation(lambda d: d["judges"][0].update(base_url=_localhost())),
      {"judge": EVERY, "result": EVERY}, 0, 4, "judge.endpoint.base_url"),
+    # (nor how long claw waits for the judge, how often it asks again: session 75)
+    ("judge timeout and retries", _evaluation(lambda d: d["judges"][0].update(timeout_seconds=60, retries=4)),
+     NOTHING, 0, 0, None),
+    # (a rubric the judge's prompt does not show: a scale with neither anchors, criteria nor instructions, an empty
+    # one, blank instructions; session 75)
+    ("a rubric's scale alone", _case(lambda d: d.update(rubric={"scale": {"min": 1, "max": 5}})), NOTHING, 0, 0, None),
+    ("a rubric shown nothing", _case(lambda d: d.update(rubric={"scoring_instructions": "  \n"})), NOTHING, 0, 0,
+     None),
+    ("a rubric's criterion", _case(lambda d: d.update(rubric={"criteria": [{
+        "name": "colour", "what_good_looks_like": "a colour", "what_bad_looks_like": "no colour"}]})),
+     {"judge": {"beta/m1", "beta/m2"}, "result": {"beta/m1", "beta/m2"}}, 0, 2, "target.rubric"),
 ]
 
 

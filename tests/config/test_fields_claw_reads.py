@@ -48,6 +48,12 @@ def _one_error(claw: Claw, path: str, field: str, says: str) -> None:
     ("timeout_seconds", 0, "expected a number > 0"),
     ("timeout_seconds", -5, "expected a number > 0"),
     ("timeout_seconds", 10**7, "expected a number > 0 and at most 604,800"),
+    # (how often an invalid answer is asked: before session 75 `two` failed the build after its runs were paid, and
+    # 0 became 3 without a word)
+    ("attempts", "two", "expected an integer from 1 to 100"),
+    ("attempts", 0, "expected an integer from 1 to 100"),
+    ("attempts", 101, "expected an integer from 1 to 100"),
+    ("attempts", True, "expected an integer from 1 to 100"),
 ])
 def test_a_judges_transport_fields_are_checked(ws: Workspace, claw: Claw, field: str, value: Any,
                                                says: str) -> None:
@@ -56,7 +62,8 @@ def test_a_judges_transport_fields_are_checked(ws: Workspace, claw: Claw, field:
 
 
 @pytest.mark.parametrize("fields", [{"retries": 0, "timeout_seconds": 0.5}, {"retries": 100, "timeout_seconds": 60},
-                                    {"retries": None, "timeout_seconds": None}])
+                                    {"retries": None, "timeout_seconds": None, "attempts": None},
+                                    {"attempts": 1}, {"attempts": 100}])
 def test_a_judges_transport_fields_in_range_validate(ws: Workspace, claw: Claw, fields: dict[str, Any]) -> None:
     _judge(ws, **fields)
     code, out, err = claw("validate")
@@ -71,6 +78,20 @@ def test_a_build_with_a_bad_judge_field_asks_nothing(ws: Workspace, claw: Claw, 
     assert f"{EVAL}: judges[0].retries: " in out + err
     assert "Traceback" not in out + err
     assert standin.requests == []
+
+
+def test_a_judges_attempts_are_claws_not_sent(ws: Workspace, claw: Claw, standin: StandIn) -> None:
+    """`attempts` (how often claw asks again after an answer it cannot read) is claw's own, as `retries` is: before
+    session 75 every judge request carried it as a request option (`"attempts": 2`), which a provider that refuses
+    an unknown argument answers with a 400, every judgement failing after the runs were paid."""
+    from tests.support.judging import JUDGE, judge_reply
+
+    _judge(ws, attempts=2)
+    standin.script(JUDGE, judge_reply(7))
+    code, out, err = claw.build("--evaluation-profile", "ev")
+    assert code == 0, out + err
+    bodies = [r["body"] for r in standin.requests if r["model"] == JUDGE]
+    assert len(bodies) == 4 and not any("attempts" in body for body in bodies), bodies
 
 
 @pytest.mark.parametrize(("field", "value"), [("judge_model", 5), ("model_id", ["judge/j1"]), ("judge_model", True)])

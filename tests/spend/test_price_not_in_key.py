@@ -72,10 +72,12 @@ def test_a_store_keyed_with_the_judges_cost_keeps_its_judgements(ws: Workspace, 
 
 
 def test_a_judge_without_cost_keeps_its_keys(ws: Workspace, standin: StandIn, tmp_path: Path) -> None:
-    # the key formula is unchanged for a judge that declares no `cost` (and for `pricing`, never in a key)
+    # the key formula is unchanged for a judge that declares no `cost` (and for `pricing`, never in a key) nor a
+    # setting that left the key in session 75 (`retries`: tests/spend/test_judge_settings_not_in_key.py)
     old = old_clawstore(tmp_path / "old")
     eval_profile(ws, repetitions=1)
     ws.edit("evaluation_profiles/ev.yaml", lambda d: d["judges"][0].update(pricing={"input": 1.0, "output": 4.0}))
+    ws.edit("evaluation_profiles/ev.yaml", lambda d: d["judges"][0].pop("retries"))
     standin.script(JUDGE, judge_reply(7))
     built = old_claw(old, ws.root, "build", *CAMPAIGN)
     assert built.returncode == 0, built.stdout + built.stderr

@@ -14,6 +14,11 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]
 # The last commit whose keys held a judge's `cost` and an OpenClaw run's prices (main when session 58 began).
 KEYED_WITH_PRICES = "4fe1f8c"
+# Main when session 74 began: its llm_probe runs' keys held the runner settings `timeout_seconds` and `retries`.
+KEYED_WITH_HARNESS_SETTINGS = "7bf5566"
+# The last commit whose judgements' keys held the judge's `timeout_seconds`, `retries` and `api_key_env` (main when
+# session 75 began; its llm_probe runs' keys leave out `timeout_seconds` and `retries` already).
+KEYED_WITH_JUDGE_SETTINGS = "17bf44a"
 
 
 def old_clawstore(into: Path, commit: str = KEYED_WITH_PRICES) -> Path:

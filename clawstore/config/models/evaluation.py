@@ -23,7 +23,7 @@ from clawstore.config.models.base import (
     reject_duplicate_ids,
     reject_secrets,
 )
-from clawstore.config.models.runner_settings import SETTING_RULES
+from clawstore.config.models.runner_settings import JUDGE_ATTEMPTS_RULE, SETTING_RULES
 from clawstore.values.judge_options import JUDGE_OWN_FIELDS, RESERVED_REQUEST_KEYS
 
 REQUEST_SETTINGS = ("temperature", "top_p", "max_tokens", "seed")
@@ -49,6 +49,9 @@ class JudgeConfig(OpenModel):
         for key in ("timeout_seconds", "retries"):
             if self.extras.get(key) is not None and (problem := SETTING_RULES[key](self.extras[key])):
                 raise fail(problem, key)
+        # (`attempts: two` failed the build after its runs were paid, `attempts: 0` became 3 without a word)
+        if self.extras.get("attempts") is not None and (problem := JUDGE_ATTEMPTS_RULE(self.extras["attempts"])):
+            raise fail(problem, "attempts")
         # (request settings the runner settings share, as the provider reads them: a wrong one failed every judgement,
         # or, a temperature, became 0.0 without a word)
         for where, prefix in ((self.extras, ""), (self.request_options, "request_options.")):

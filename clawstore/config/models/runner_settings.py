@@ -79,6 +79,9 @@ SETTING_RULES: dict[str, Callable[[Any], str | None]] = {
 
 RECOGNISED_SETTINGS: tuple[str, ...] = tuple(SETTING_RULES)
 
+# A judge's `attempts`: how often claw asks again after an answer it cannot read (the judge's own, never sent).
+JUDGE_ATTEMPTS_RULE = _int_in(1, MAX_RETRIES)
+
 
 def check_settings(settings: Mapping[str, Any]) -> Mapping[str, Any]:
     """Raise (pydantic-style) on the first recognised key whose value is wrong."""
