@@ -144,15 +144,6 @@ def _file_problem(directory: Path, written: str, root_real: Path) -> str | None:
     return not_a_file(path, written, "paths are relative to test.yaml")
 
 
-def _hook_outside(directory: Path, written: str) -> str | None:
-    """A hook file that leads out of its case directory (by `..` or a symlink): the hook runs confined to that
-    directory (evaluate/hooks.py), where the file does not exist."""
-    if escapes(case_path(directory, written), Path(os.path.realpath(directory))) is None:
-        return None
-    return (f"{written} is outside the case directory, which is all a hook can read where it runs "
-            "(keep it there, or share it as an import_path package)")
-
-
 def _check_path_problems(case: TestCase, directory: Path, root_real: Path) -> list[tuple[str, str]]:
     """Hook files, check targets relative to the case (absolute ones name the run's sandbox), and the workspace files
     OpenClaw checks name (`relative_path`: inside the run's workspace)."""
@@ -160,7 +151,7 @@ def _check_path_problems(case: TestCase, directory: Path, root_real: Path) -> li
     for index, check in enumerate(case.deterministic_checks):
         hook, decl = check.python_hook, check.declarative
         if hook is not None and hook.path is not None:
-            problem = _file_problem(directory, hook.path, root_real) or _hook_outside(directory, hook.path)
+            problem = _file_problem(directory, hook.path, root_real)
             if problem:
                 problems.append((f"deterministic_checks[{index}].python_hook.path", problem))
         if decl is not None and decl.path and not os.path.isabs(os.path.expanduser(decl.path)):

@@ -16,7 +16,7 @@ from typing import Any
 
 import blake3
 
-from clawstore.evaluate.inputs import import_root
+from clawstore.evaluate.inputs import hook_folder, import_root
 from clawstore.evaluate.specs import case_path_name, resolve_case_path
 from clawstore.host import bounded_output
 from clawstore.host.confine import (
@@ -90,9 +90,12 @@ def _ro_binds(paths: list[str]) -> list[str]:
     return argv
 
 
-def confined_command(case_dir: str | None, scratch: str, extra_ro: list[str], network: bool) -> list[str]:
-    """The bwrap argv that runs the hook runner: nothing of the host but what the check needs."""
-    readable = [*_runtime_dirs(), *extra_ro, *([case_dir] if case_dir else [])]
+def confined_command(case_dir: str | None, scratch: str, extra_ro: list[str], network: bool,
+                     also_ro: list[str] | None = None) -> list[str]:
+    """The bwrap argv that runs the hook runner: nothing of the host but what the check needs. `extra_ro` (an
+    `import_path` hook's folder) is bound and on the hook's import path; `also_ro` (a `path` hook's folder outside its
+    case directory) is bound only: the `path` runner loads the file by its path and puts no folder on `sys.path`."""
+    readable = [*_runtime_dirs(), *extra_ro, *(also_ro or []), *([case_dir] if case_dir else [])]
     argv = [bwrap_exe(), "--tmpfs", "/", *runtime_binds(), *_ro_binds(readable)]
     argv += ["--bind", scratch, SCRATCH, *namespace_args(network), "--setenv", "PATH", SHELL_PATH,
              "--setenv", "HOME", SCRATCH, "--setenv", "TMPDIR", SCRATCH, "--setenv", "LANG", "C.UTF-8",
@@ -181,6 +184,10 @@ def run_python_hook(
         return HookOutcome("error", f"{reason}; python hooks never run unconfined, so the hook was not run",
                            metadata={"not_run": True})
     extra_ro: list[str] = []
+    # A hook file outside its case directory (`../../shared/check.py`, shared by cases): its folder is bound too.
+    # (Before session 75 it was not: every such check ended `error`, FileNotFoundError, after the build had paid for
+    # the runs; then validation refused the config, which the schema allows.)
+    also_ro = [folder] if mode == "path" and (folder := hook_folder(str(hook["path"]), real_dir or case_dir)) else []
     if mode == "import":
         root = _import_root(target, real_dir)
         if root is None:
@@ -200,7 +207,7 @@ def run_python_hook(
         if privileged():
             os.chown(scratch, NOBODY, NOBODY)
         network = policy.get("network_access", "deny") == "allow"
-        return _run_confined(confined_command(real_dir, scratch, extra_ro, network), request, timeout_s)
+        return _run_confined(confined_command(real_dir, scratch, extra_ro, network, also_ro), request, timeout_s)
 
 
 def _run_confined(argv: list[str], request: dict[str, Any], timeout_s: float) -> HookOutcome:

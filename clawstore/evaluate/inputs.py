@@ -19,8 +19,9 @@ from clawstore.evaluate.declarative import HOST_PATH_KINDS
 from clawstore.evaluate.specs import case_path_name, check_spec, host_readable, resolve_case_path
 
 IMPORT_KEY_PREFIX = "python:"
-# An `import_path` hook's folder, by (folder, top package): the inputs listed for it (`_import_folder`), computed once
-# per build however many cases name a hook there (builder/eval_layer.py holds one per build).
+# An `import_path` hook's folder, by (folder, top package), or a `path` hook's outside its case (folder, file name):
+# the inputs listed for it (`_import_folder`), computed once per build however many cases name a hook there
+# (builder/eval_layer.py holds one per build).
 FolderCache = MutableMapping[tuple[str, str], dict[str, str | None]]
 
 
@@ -67,6 +68,29 @@ def import_root(dotted: str, where: Sequence[str]) -> str | None:
         if os.path.isfile(base + ".py") or os.path.isdir(base):
             return os.path.abspath(entry or os.getcwd())
     return None
+
+
+def hook_folder(path: str, case_dir: str | os.PathLike[str] | None) -> str | None:
+    """The real folder of a `path` hook's file when it lies outside its case directory (by `..` or a symlink: a hook
+    shared by several cases, `../../shared/check.py`), else None: the one folder its sandbox may read besides the case
+    directory (evaluate/hooks.py), and whose modules are inputs of the checks as an `import_path` hook's are
+    (`_import_folder`)."""
+    if case_dir is None:
+        return None
+    name = case_path_name(path)
+    if not (os.path.isabs(name) or name == os.pardir or name.startswith(os.pardir + os.sep)):
+        # inside unless through a symlink: an lstat per part, not a realpath of the whole (a case's keys, and the
+        # stamp's split by case, ask this of every case: builder/casestamp.py)
+        here = os.fspath(case_dir)
+        for part in name.split(os.sep):
+            here = os.path.join(here, part)
+            if os.path.islink(here):
+                break
+        else:
+            return None
+    folder = os.path.dirname(os.path.realpath(resolve_case_path(path, case_dir)))
+    inside = os.path.join(os.path.realpath(case_dir), "")
+    return None if os.path.join(folder, "").startswith(inside) else folder
 
 
 def _installation() -> tuple[str, ...]:
@@ -156,14 +180,27 @@ def _directory_tree(top: str) -> dict[str, str | None]:
     return found
 
 
+def _add_folder(found: dict[str, str | None], root: str, top: str, folders: FolderCache | None) -> None:
+    """What a hook may import in its folder outside the case directory (`_import_folder`), listed once per build."""
+    listed = folders.get((root, top)) if folders is not None else None
+    if listed is None:
+        listed = _import_folder(root, top)
+        if folders is not None:
+            folders[(root, top)] = listed
+    for name, digest in listed.items():
+        # (two hooks' folders may each hold a file of that name: both digests)
+        found[name] = digest if found.get(name, digest) == digest else f"{found[name]} {digest}"
+
+
 def check_inputs(
     checks: Sequence[Any], case_dir: str | os.PathLike[str] | None, search_path: Sequence[str] | None = None,
     folders: FolderCache | None = None,
 ) -> dict[str, str | None]:
     """Map every host file the checks read to its content digest (None when absent): check targets and `path` hooks as
     the case names them (case_path_name), `python:<module>` for `import_path` hooks and, for one found outside the
-    case directory, what it may import in its folder (`_import_folder`, cached in `folders`), and with any python
-    hook every file of the case directory, which the hook may read (`_directory_tree`). Files the sandbox may hold
+    case directory or a `path` hook whose file is outside it (`hook_folder`), what it may import in its folder
+    (`_import_folder`, cached in `folders`), and with any python hook every file of the case directory, which the
+    hook may read (`_directory_tree`). Files the sandbox may hold
     are listed too: listing more only costs a re-check."""
     base = os.fspath(case_dir) if case_dir is not None else None
     found: dict[str, str | None] = {}
@@ -176,6 +213,9 @@ def check_inputs(
         hook = spec["python_hook"]
         if hook and hook.get("path"):
             found[_path_key(str(hook["path"]))] = _digest_path(resolve_case_path(str(hook["path"]), base))
+            if (folder := hook_folder(str(hook["path"]), base)) is not None:
+                # (no package of its own: its file's name, which names no folder, stands for one)
+                _add_folder(found, folder, os.path.basename(resolve_case_path(str(hook["path"]), base)), folders)
         elif hook and hook.get("import_path"):
             dotted = str(hook["import_path"])
             # the hook child runs in the case directory, so that directory comes first on its path
@@ -184,15 +224,7 @@ def check_inputs(
             found[IMPORT_KEY_PREFIX + dotted] = _digest_path(module_file) if module_file else None
             root = import_root(dotted, where)
             if root is not None and (base is None or os.path.realpath(root) != os.path.realpath(base)):
-                top = dotted.split(".")[0]
-                listed = folders.get((root, top)) if folders is not None else None
-                if listed is None:
-                    listed = _import_folder(root, top)
-                    if folders is not None:
-                        folders[(root, top)] = listed
-                for name, digest in listed.items():
-                    # (two hooks' folders may each hold a file of that name: both digests)
-                    found[name] = digest if found.get(name, digest) == digest else f"{found[name]} {digest}"
+                _add_folder(found, root, dotted.split(".")[0], folders)
     if base is not None and any(check_spec(raw)["python_hook"] for raw in checks):
         for name, digest in _directory_tree(base).items():
             found.setdefault(_path_key(name), digest)

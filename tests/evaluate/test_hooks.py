@@ -137,6 +137,72 @@ def test_a_hook_in_a_symlinked_case_folder_runs(tmp_path: Path) -> None:
     assert res["outputs"]["cwd"] == str(src.parent.resolve())
 
 
+SHARED_HOOK = """
+import os
+def check(artifact):
+    here = os.path.dirname(__file__)
+    with open(os.path.join(here, 'expected.txt')) as fh:
+        expected = fh.read().strip()
+    parent = os.path.dirname(here)
+    return {'passed': True, 'message': expected, 'outputs': {'beside': sorted(os.listdir(here)),
+            'above': sorted(os.listdir(parent)) if os.path.isdir(parent) else None}}
+"""
+
+
+def _shared(tmp_path: Path, folder: str) -> Path:
+    """Two case folders (alpha, beta) under `tmp_path/cases`, the hook in `folder` (relative to tmp_path) with a data
+    file beside it, a secret beside `cases`: alpha's test.yaml."""
+    for case in ("alpha", "beta"):
+        (tmp_path / "cases" / case).mkdir(parents=True)
+        (tmp_path / "cases" / case / "test.yaml").write_text("schema_version: 1\n")
+    (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+    (tmp_path / folder / "check.py").write_text(SHARED_HOOK)
+    (tmp_path / folder / "expected.txt").write_text("shared\n")
+    (tmp_path / "secret.txt").write_text("not for hooks\n")
+    return tmp_path / "cases" / "alpha" / "test.yaml"
+
+
+def _run_path(src: Path, path: str) -> dict:
+    check = {"check_id": "hook", "python_hook": {"path": path, "callable_name": "check"}}
+    return evaluate_checks([check], artifact(), case_source_path=src, security=ALLOW)["checks"][0]
+
+
+def test_a_hook_shared_beside_the_cases_runs_with_its_folder(tmp_path: Path) -> None:
+    """A `path` hook outside its case directory (`../../shared/check.py`): its sandbox has the hook's folder too,
+    read-only, and nothing more (the folder above it shows only what leads to the case directory and the hook's
+    folder). Before session 75 it had the case directory alone: every such check ended `error`
+    (FileNotFoundError for a file that exists)."""
+    src = _shared(tmp_path, "shared")
+    res = _run_path(src, "../../shared/check.py")
+    assert (res["outcome"], res["message"]) == ("passed", "shared"), res
+    seen = {"beside": res["outputs"]["beside"], "above": res["outputs"]["above"]}
+    assert seen == {"beside": ["check.py", "expected.txt"], "above": ["cases", "shared"]}
+    linked = src.parent / "hooks"
+    linked.symlink_to("../../shared")  # through a symlink in the case directory: the same folder
+    through = _run_path(src, "hooks/check.py")
+    assert (through["outcome"], through["outputs"]["beside"]) == ("passed", ["check.py", "expected.txt"]), through
+
+
+def test_a_hook_above_the_case_folders_sees_every_case(tmp_path: Path) -> None:
+    """A hook in the folder that holds the case folders (`../check.py`): that folder is bound, so every case folder
+    in it is readable by the hook (docs/evaluation.md, What a hook may read); the folder above it is not."""
+    src = _shared(tmp_path, "cases")
+    res = _run_path(src, "../check.py")
+    assert res["outcome"] == "passed", res
+    seen = {"beside": res["outputs"]["beside"], "above": res["outputs"]["above"]}
+    assert seen == {"beside": ["alpha", "beta", "check.py", "expected.txt"], "above": ["cases"]}
+
+
+def test_a_path_hook_folder_is_not_on_its_import_path(tmp_path: Path) -> None:
+    """The `path` runner loads the hook file by its path: its folder is not on `sys.path` (in the case directory as
+    outside it), so `from helper import x` needs the hook to put its folder there itself."""
+    src = _shared(tmp_path, "shared")
+    (tmp_path / "shared" / "helper.py").write_text("X = 1\n")
+    (tmp_path / "shared" / "check.py").write_text("from helper import X\ndef check(artifact):\n    return True\n")
+    res = _run_path(src, "../../shared/check.py")
+    assert res["outcome"] == "error" and "ModuleNotFoundError: No module named 'helper'" in res["message"], res
+
+
 def test_hook_does_not_see_secret_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-v1-" + "0" * 40)
     src = write_case(tmp_path, HOOK_SOURCE)
