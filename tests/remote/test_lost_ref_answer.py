@@ -27,8 +27,10 @@ class LosingProxy:
     """Forwards everything to `target`; the first conditional PUT of a ref is applied, then its connection is cut
     before the answer (a reset after the server acted: what botocore retries)."""
 
-    def __init__(self, target: str, meanwhile: Callable[[], None] | None = None):
+    def __init__(self, target: str, meanwhile: Callable[[], None] | None = None, stall: bool = False):
         self.target, self.meanwhile = target, meanwhile  # meanwhile: run once the cut PUT was applied
+        self.stall = stall  # every conditional ref PUT applied, its answer withheld until the proxy closes
+        self.closing = threading.Event()
         self.cut: list[str] = []  # the ref PUTs whose answer was lost
         self.puts: list[tuple[str, int]] = []  # every conditional ref PUT: (path, status the server gave)
         outer = self
@@ -49,6 +51,10 @@ class LosingProxy:
                     "If-Match" in self.headers or "If-None-Match" in self.headers)
                 if conditional:
                     outer.puts.append((self.path, reply.status_code))
+                if conditional and outer.stall:
+                    outer.closing.wait(60)
+                    self.close_connection = True
+                    return
                 if conditional and not outer.cut:
                     outer.cut.append(self.path)
                     if outer.meanwhile is not None:
@@ -72,6 +78,7 @@ class LosingProxy:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def close(self) -> None:
+        self.closing.set()
         self.server.shutdown()
         self.server.server_close()
 
@@ -130,3 +137,30 @@ def test_a_lost_answer_whose_ref_another_push_moved_meanwhile_is_a_conflict(aws_
     assert [status for _, status in proxy.puts] == [200, 412], proxy.puts
     now = direct.read_ref("refs/campaigns/c")
     assert now is not None and now.value == theirs
+
+
+@pytest.mark.timeout(30)
+def test_a_ref_swap_never_answered_but_applied_is_found_applied(aws_env: str, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server that applies the ref's PUT and answers neither it nor botocore's retry in $CLAW_S3_READ_TIMEOUT: the
+    swap fails (ReadTimeoutError), yet the remote holds the head. Before session 75 the push failed (exit 3), its
+    tracking ref unwritten, and the next push after a build said "changed by another push: run claw pull" (nobody
+    else had pushed). The ref read back holding the head, the push is this push's success."""
+    bucket = "team-" + secrets.token_hex(4)
+    make_bucket(aws_env, bucket)
+    monkeypatch.setenv("CLAW_S3_READ_TIMEOUT", "0.5")
+    store = Store(tmp_path / "a")
+    direct = Remote("team", f"s3://{bucket}/bench", aws_env)
+    head = _head(store, "campaigns/c", "first")
+    proxy = LosingProxy(aws_env, stall=True)
+    try:
+        report = push.push(store, Remote("team", f"s3://{bucket}/bench", proxy.url))
+    finally:
+        proxy.close()
+    assert [status for _, status in proxy.puts] == [200, 412], proxy.puts  # applied, then its retry refused
+    assert report.refs_moved == ["campaigns/c"], report.summary()
+    assert store.get_ref("remotes/team/campaigns/c") == head
+    head = _head(store, "campaigns/c", "second")  # a build later: its push moves the ref on
+    assert push.push(store, direct).refs_moved == ["campaigns/c"]
+    assert pull.pull(Store(tmp_path / "probe"), direct).refs_moved == ["campaigns/c"]
+    assert Store(tmp_path / "probe").get_ref("campaigns/c") == head
