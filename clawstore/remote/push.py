@@ -20,7 +20,14 @@ from clawstore.host import process_end
 from clawstore.host.durable import write_file_atomic
 from clawstore.host.scratch import writer_scratch_dir
 from clawstore.remote import listing, refsign
-from clawstore.remote.backends import Backend, RefValue, RemoteDamage, RemoteRefConflict, open_backend
+from clawstore.remote.backends import (
+    Backend,
+    RefValue,
+    RemoteDamage,
+    RemoteError,
+    RemoteRefConflict,
+    open_backend,
+)
 from clawstore.remote.config import Remote
 from clawstore.remote.progress import TransferProgress
 from clawstore.remote.sync import (
@@ -434,13 +441,24 @@ def _holds(backend: Backend, move: _RefMove) -> bool:
     return now is not None and now.value == move.value
 
 
+def _holds_if_answered(backend: Backend, move: _RefMove) -> bool:
+    """`_holds`, False if the remote cannot tell (the failure already raised says why)."""
+    try:
+        return _holds(backend, move)
+    except (RemoteError, RemoteDamage):
+        return False
+
+
 def _move_refs(store: Transfer, backend: Backend, remote: Remote, moves: list[_RefMove], report: SyncReport,
                pool: ThreadPoolExecutor) -> None:
     """Swap every ref that changes, in parallel (in `pool`, whose threads read the refs: none started for the
     tail), now that all it reaches is published and its statement too; remember each value the remote holds as soon
     as its swap is answered (the other swaps still on their way). A swap another push won is reported once the
     others are remembered (they did move). A swap lost to a push of the same value (this store pushed twice at once)
-    is no conflict: the remote holds what this push came to put (before session 74, "changed by another push")."""
+    is no conflict: the remote holds what this push came to put (before session 74, "changed by another push"). Nor
+    is a swap whose answer never came (every retry's lost or timed out: RemoteError) found applied when the ref is
+    read back: before session 75 the push failed, its tracking ref unwritten, and the next push after a build said
+    "changed by another push"."""
     swaps = {m.name: pool.submit(backend.swap_ref, REFS + m.name, m.value, m.current) for m in moves if m.changes}
     lost = None
     for move in moves:
@@ -448,6 +466,8 @@ def _move_refs(store: Transfer, backend: Backend, remote: Remote, moves: list[_R
         failed = swap.exception() if swap is not None else None
         if isinstance(failed, RemoteRefConflict) and _holds(backend, move):
             swap = None  # (moved, by the other push)
+        elif isinstance(failed, RemoteError) and _holds_if_answered(backend, move):
+            pass  # (its answer never came, after every retry: the server had applied it)
         elif failed is not None:
             lost = lost or failed
             continue
