@@ -5,9 +5,14 @@ HTTP, real boto3) applies the first conditional ref PUT and cuts the connection 
 
 from __future__ import annotations
 
+import os
 import secrets
+import signal
 import socket
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -164,3 +169,42 @@ def test_a_ref_swap_never_answered_but_applied_is_found_applied(aws_env: str, tm
     assert push.push(store, direct).refs_moved == ["campaigns/c"]
     assert pull.pull(Store(tmp_path / "probe"), direct).refs_moved == ["campaigns/c"]
     assert Store(tmp_path / "probe").get_ref("campaigns/c") == head
+
+
+@pytest.mark.timeout(60)
+def test_a_push_killed_after_the_server_applied_its_swap_is_no_other_push(aws_env: str, tmp_path: Path) -> None:
+    """A real `claw push` SIGKILLed while its ref's PUT, applied, waits for its answer: the remote holds the head, the
+    tracking ref was never written. Before session 75 the next push after a build stopped with "changed by another
+    push: run claw pull, then push again" (nobody else had pushed), and the pull said "both sides changed it"."""
+    bucket = "team-" + secrets.token_hex(4)
+    make_bucket(aws_env, bucket)
+    url = f"s3://{bucket}/bench"
+    store = Store(tmp_path / "store")
+    first = _head(store, "campaigns/c", "first")
+    store.close()
+    proxy = LosingProxy(aws_env, stall=True)
+    env = {**os.environ, "CLAW_STORE": str(tmp_path / "store")}
+    try:
+        killed = subprocess.Popen([sys.executable, "-m", "clawstore.cli", "push", url, "--endpoint-url", proxy.url,
+                                   "--progress", "none"], cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 30
+        while not proxy.puts and killed.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        killed.send_signal(signal.SIGKILL)
+        killed.wait(timeout=10)
+        assert [status for _, status in proxy.puts] == [200], proxy.puts  # applied; its answer never reached the push
+        proxy.stall, proxy.cut = False, ["-"]  # the same endpoint, answering again
+        proxy.closing.set()
+        store = Store(tmp_path / "store")
+        assert store.list_refs("remotes/") == {}  # the tracking ref unwritten: the remote's head unknown to the store
+        head = _head(store, "campaigns/c", "second")  # a build later
+        store.close()
+        again = subprocess.run([sys.executable, "-m", "clawstore.cli", "push", url, "--endpoint-url", proxy.url,
+                                "--progress", "none"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    finally:
+        proxy.close()
+    assert again.returncode == 0 and "1 ref(s) moved" in again.stdout, again.stdout + again.stderr
+    probe = Store(tmp_path / "probe")
+    assert pull.pull(probe, Remote("team", url, aws_env)).refs_moved == ["campaigns/c"]
+    assert probe.get_ref("campaigns/c") == head != first
