@@ -479,9 +479,11 @@ def _move_refs(store: Transfer, backend: Backend, remote: Remote, moves: list[_R
     "changed by another push"."""
     changes = {m.name: m.value for m in moves if m.changes}
     if changes:  # noted before any swap is sent: a push killed after the server applied one does not know it did
+        # (not fsynced: a machine's crash may lose it, and the next push's conflict is then the one before session 75)
         noted = _swapping(store, remote) | changes
         lines = [_where(remote), *(f"{name} {value}" for name, value in sorted(noted.items()))]
-        write_file_atomic(cache_dir(store, remote) / SWAPPING, "\n".join(lines).encode(), store.tmp_dir)
+        write_file_atomic(cache_dir(store, remote) / SWAPPING, "\n".join(lines).encode(), store.tmp_dir,
+                          durable=False)
     swaps = {m.name: pool.submit(backend.swap_ref, REFS + m.name, m.value, m.current) for m in moves if m.changes}
     lost = None
     for move in moves:
