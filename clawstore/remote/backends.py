@@ -379,7 +379,8 @@ class S3Backend:
     """A remote in an S3-compatible bucket (AWS S3, MinIO, R2, Ceph) through boto3.
 
     Refs use S3 conditional writes: `If-None-Match: *` creates, `If-Match: <etag>` replaces; a 412
-    answer means another writer won, which is reported, never overwritten.
+    answer means another writer won, which is reported, never overwritten (unless the 412 answers botocore's retry of
+    a PUT whose answer was lost and the ref holds this very value: that write was this one's).
     """
 
     upload_stops_at_callback = False
@@ -556,6 +557,10 @@ class S3Backend:
                                    **condition)
         except Exception as exc:
             if _status(exc) in (409, 412):
+                # Refused on botocore's retry of a PUT whose answer was lost (the connection broke after the server
+                # applied it): the retry met this very write. The ref holding `value` says so: this swap's success.
+                if _retries(exc) > 0 and (now := self.read_ref(name)) is not None and now.value == value:
+                    return
                 raise RemoteRefConflict(name) from None
             raise self._fail(f"writing ref {name}", exc) from None
 
@@ -590,6 +595,13 @@ def _unreachable_until_answered(client: Any) -> None:
         return None
 
     client.meta.events.register_first("needs-retry.s3", not_before_an_answer)
+
+
+def _retries(exc: Exception) -> int:
+    """How many times botocore sent again the request whose answer `exc` is (0: the first sending's)."""
+    response = getattr(exc, "response", None)
+    metadata = response.get("ResponseMetadata") if isinstance(response, dict) else None
+    return int(metadata.get("RetryAttempts") or 0) if isinstance(metadata, dict) else 0
 
 
 def _status(exc: Exception) -> int | None:

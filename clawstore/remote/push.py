@@ -20,7 +20,14 @@ from clawstore.host import process_end
 from clawstore.host.durable import write_file_atomic
 from clawstore.host.scratch import writer_scratch_dir
 from clawstore.remote import listing, refsign
-from clawstore.remote.backends import Backend, RefValue, RemoteDamage, RemoteRefConflict, open_backend
+from clawstore.remote.backends import (
+    Backend,
+    RefValue,
+    RemoteDamage,
+    RemoteError,
+    RemoteRefConflict,
+    open_backend,
+)
 from clawstore.remote.config import Remote
 from clawstore.remote.progress import TransferProgress
 from clawstore.remote.sync import (
@@ -62,6 +69,20 @@ class RemoteKnowledge:
 
 def _where(remote: Remote) -> str:
     return f"url {remote.url} {remote.endpoint_url or '-'}"
+
+
+SWAPPING = "swapping"  # in the remote's cache folder: the value this store last set out to put on each remote ref
+
+
+def _swapping(store: Transfer, remote: Remote) -> dict[str, str]:
+    """{ref name: the value this store's last swap of it set out to put} on this very remote (`_move_refs`)."""
+    try:
+        lines = (cache_dir(store, remote) / SWAPPING).read_text(encoding="ascii").splitlines()
+    except (FileNotFoundError, UnicodeDecodeError):
+        return {}
+    if not lines or lines[0] != _where(remote):
+        return {}
+    return {name: value for name, _, value in (line.rpartition(" ") for line in lines[1:]) if name}
 
 
 def _settled(path: Path, remote: Remote, files: dict[str, int]) -> dict[str, str]:
@@ -416,13 +437,17 @@ class _RefMove:
 def _ref_moves(store: Transfer, backend: Backend, remote: Remote, refs: dict[str, str],
                reads: dict[str, Future[RefValue | None]]) -> list[_RefMove]:
     """Each ref's remote value (`reads`: each ref's read, all asked at once, in name order); RemoteRefConflict for a
-    ref the remote moved since this store last saw it there (the tracking ref), whatever the order of the names."""
+    ref the remote moved since this store last saw it there (the tracking ref; or the value this store's last swap of
+    it set out to put, `_swapping`), whatever the order of the names."""
     moves = [_RefMove(name, refs[name], read.result()) for name, read in reads.items()]
+    swapping = _swapping(store, remote) if moves else {}
     for move in moves:
         if move.current is not None and not is_oid(move.current.value):  # (a pull skips it: "pull, then push" loops)
             raise RemoteDamage(f"remote {backend.description}: ref {REFS + move.name} holds no object id: remove it "
                                "from the remote, then push again")
-        if move.current is not None and move.current.value not in (move.value,
+        # (a value this store's own swap put there, its end unknown to it, is not another push's: the push was killed,
+        # or its answer never came, after the server applied it)
+        if move.current is not None and move.current.value not in (move.value, swapping.get(move.name),
                                                                     store.get_ref(tracking_ref(remote, move.name))):
             raise RemoteRefConflict(REFS + move.name)
     return moves
@@ -434,13 +459,31 @@ def _holds(backend: Backend, move: _RefMove) -> bool:
     return now is not None and now.value == move.value
 
 
+def _holds_if_answered(backend: Backend, move: _RefMove) -> bool:
+    """`_holds`, False if the remote cannot tell (the failure already raised says why)."""
+    try:
+        return _holds(backend, move)
+    except (RemoteError, RemoteDamage):
+        return False
+
+
 def _move_refs(store: Transfer, backend: Backend, remote: Remote, moves: list[_RefMove], report: SyncReport,
                pool: ThreadPoolExecutor) -> None:
     """Swap every ref that changes, in parallel (in `pool`, whose threads read the refs: none started for the
     tail), now that all it reaches is published and its statement too; remember each value the remote holds as soon
     as its swap is answered (the other swaps still on their way). A swap another push won is reported once the
     others are remembered (they did move). A swap lost to a push of the same value (this store pushed twice at once)
-    is no conflict: the remote holds what this push came to put (before session 74, "changed by another push")."""
+    is no conflict: the remote holds what this push came to put (before session 74, "changed by another push"). Nor
+    is a swap whose answer never came (every retry's lost or timed out: RemoteError) found applied when the ref is
+    read back: before session 75 the push failed, its tracking ref unwritten, and the next push after a build said
+    "changed by another push"."""
+    changes = {m.name: m.value for m in moves if m.changes}
+    if changes:  # noted before any swap is sent: a push killed after the server applied one does not know it did
+        # (not fsynced: a machine's crash may lose it, and the next push's conflict is then the one before session 75)
+        noted = _swapping(store, remote) | changes
+        lines = [_where(remote), *(f"{name} {value}" for name, value in sorted(noted.items()))]
+        write_file_atomic(cache_dir(store, remote) / SWAPPING, "\n".join(lines).encode(), store.tmp_dir,
+                          durable=False)
     swaps = {m.name: pool.submit(backend.swap_ref, REFS + m.name, m.value, m.current) for m in moves if m.changes}
     lost = None
     for move in moves:
@@ -448,6 +491,8 @@ def _move_refs(store: Transfer, backend: Backend, remote: Remote, moves: list[_R
         failed = swap.exception() if swap is not None else None
         if isinstance(failed, RemoteRefConflict) and _holds(backend, move):
             swap = None  # (moved, by the other push)
+        elif isinstance(failed, RemoteError) and _holds_if_answered(backend, move):
+            pass  # (its answer never came, after every retry: the server had applied it)
         elif failed is not None:
             lost = lost or failed
             continue
