@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from clawstore.builder.casestamp import ByCase
     from clawstore.config.campaign import Campaign, CampaignItem
     from clawstore.config.models import EvaluationProfile, JudgeConfig, RunProfile, Suite
-    from clawstore.graph.plan import Node
     from clawstore.store.store import Store
 
 # Used only for a model the store has never seen run (the user is told: token source "default").
@@ -382,16 +381,19 @@ def _part(work: Work, history: History, batched: Mapping[str, Any]) -> tuple[Any
     model = work.item.resolved_model if run else ""
     if not work.executes:
         return (work.kind, name, model, None, 0, 0, 0)
-    if batched and work.node is not None and _in_batch(work.node, batched):
+    if batched and _in_batch(work, batched):
         return (work.kind, name, model, None, 0, 0, 1)
     estimate = _fields_of(estimate_run(work, history) if run else estimate_judge(work, history))
     return (work.kind, name, model, estimate, 0 if work.exact else 1, 1 if run and may_loop(work.item) else 0, 0)
 
 
-def _in_batch(node: Node, batched: Mapping[str, Any]) -> bool:
-    """Does a provider batch stand for the node: under its key, its legacy key or (made only then) an earlier one, as
-    the build looks for it (builder/batch_layer.py)? Before the review of session 75 a batch an older claw submitted
-    under an earlier key was counted as requests and cost."""
+def _in_batch(work: Work, batched: Mapping[str, Any]) -> bool:
+    """Does a provider batch stand for the work's node: under its key, its legacy key or (made only then) an earlier
+    one, as the build looks for it (builder/batch_layer.py)? Before the review of session 75 a batch an older claw
+    submitted under an earlier key was counted as requests and cost."""
+    node = work.node
+    if node is None:
+        return False
     keys = (node.key, *((node.legacy[0],) if node.legacy else ()))
     if any(oid_hex(key) in batched for key in keys):
         return True

@@ -68,10 +68,10 @@ def test_an_archive_holding_a_decompression_bomb_is_refused_at_once(tmp_path: Pa
     claw = Claw(tmp_path)
     for args in (["archive", "verify", str(archive)],
                  ["archive", "import", str(archive), "--store", str(tmp_path / "target")]):
-        started = time.monotonic()
-        code, out, err = claw(*args)
-        took = time.monotonic() - started
-        assert took < 2.0, f"{args[1]} took {took:.1f} s"
+        started = time.process_time()  # (CPU, which a loaded machine does not stretch: CI's first run at load 12 took
+        code, out, err = claw(*args)  # 2.9 s of wall for what takes 0.3 s alone; decoding the bomb took ~6 s of CPU)
+        took = time.process_time() - started
+        assert took < 2.0, f"{args[1]} took {took:.1f} s of CPU"
         assert code == 2, out + err
         assert err.count("\n") == 1 and "Traceback" not in err, err
         assert bomb_id[len(PREFIX):len(PREFIX) + 16] in err and "more than" in err, err
@@ -121,10 +121,10 @@ def test_a_pull_of_a_pack_holding_a_decompression_bomb_is_refused_at_once(
     alice = standard(tmp_path / "alice")
     monkeypatch.chdir(alice.root)
     monkeypatch.setenv("CLAW_STORE", str(alice.root / "store"))
-    started = time.monotonic()
+    started = time.process_time()  # (CPU, as above: the pull's threads are this process's; decoding took ~45 s)
     code, out, err = Claw(alice.root)("pull", "--untrusted", str(remote))
-    took = time.monotonic() - started
-    assert took < 2.0, f"the pull took {took:.1f} s"
+    took = time.process_time() - started
+    assert took < 2.0, f"the pull took {took:.1f} s of CPU"
     assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, out + err
     assert "abababababababab" in err and "more than" in err, err
     assert not (alice.root / "store").exists() or Store(alice.root / "store", create=False).list_refs() == {}
