@@ -139,7 +139,7 @@ def test_a_pack_whose_body_stalls_fails_the_pull_in_bounded_time_and_a_retry_com
         assert code == 3 and len(lines) == 1 and "Traceback" not in err, err[-3000:]
         assert lines[0].startswith(f"claw: error: remote s3://{bucket}/bench: downloading packs/"), lines
         assert "ReadTimeoutError" in lines[0] and "CLAW_S3_READ_TIMEOUT" in lines[0], lines
-        assert took < 5, took  # half a second's silence (botocore's own read timeout: 60 s)
+        assert took < 15, took  # half a second's silence (botocore's own read timeout: 60 s; margin for a loaded CI)
         # nothing of it landed: no ref (the campaign's, the remote's tracking one)
         if (b.root / "store").exists():
             assert Store(b.root / "store", create=False).list_refs() == {}
@@ -174,4 +174,4 @@ def test_an_answer_that_never_begins_is_asked_twice_not_five_times(aws_env: str,
     finally:
         hostile.close()
     assert list(hostile.asked.values()) == [2], hostile.asked
-    assert took < 3, took
+    assert took < 15, took  # (two half seconds; botocore's own: 5 times 60 s. The margin is for a loaded CI)
