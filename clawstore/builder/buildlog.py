@@ -170,8 +170,11 @@ class BuildLog:
 
     def await_durable(self, node: Node) -> None:
         """Remember `node` until its record is durable (group commit: the end of its window)."""
-        self._awaiting[id(node)] = node
-        self.store.when_durable(lambda: self._awaiting.pop(id(node), None))
+        key = id(node)
+        self._awaiting[key] = node
+        # The callback names the node by its id alone: held by the group's callbacks, the node outlived its durability
+        # as long as the committing thread kept the group (a loaded machine: a window's nodes more; session 75).
+        self.store.when_durable(lambda: self._awaiting.pop(key, None))
 
     def not_durable(self) -> list[Node]:
         """Nodes recorded whose commit window has not been committed (yet, or ever)."""
