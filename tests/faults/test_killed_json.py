@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from clawstore.store.buildlogs import read_journal
 from clawstore.testing.standin import StandIn, text
 from tests.hostile.attack import CLAW
 from tests.support.claw import env  # noqa: F401 - fixture
@@ -24,16 +23,10 @@ from tests.support.workspace import Workspace, many_cases
 CAMPAIGN = ("--suite", "main", "--run-profile", "rp")
 
 
-def _journaled(store: Path) -> bool:
-    """Has a running build's journal a node (a line there is durable: builds are killed after it, not before)?"""
-    return any(read_journal(path) for path in store.rglob("*.jsonl") if path.parent.name == "builds")
-
-
-def _built_then_killed(tmp_path: Path, standin: StandIn, reply: dict[str, Any], after_s: float | None = None,
-                       ) -> tuple[Workspace, str]:
-    """A campaign built (its head there), then rebuilt with --force and SIGKILLed `after_s` after its first request,
-    or (None) once its journal holds a node (a fixed 2.5 s failed once under load: the build had journaled none); the
-    killed build's id."""
+def _built_then_killed(tmp_path: Path, standin: StandIn, reply: dict[str, Any], after_s: float) -> tuple[Workspace,
+                                                                                                        str]:
+    """A campaign built (its head there), then rebuilt with --force and SIGKILLed `after_s` after its first request;
+    the killed build's id."""
     ws: Workspace = many_cases(tmp_path / "ws", 12, concurrency=2)
     assert run_here(ws.root, "build", *CAMPAIGN).code == 0
     standin.set_default(reply)
@@ -44,10 +37,7 @@ def _built_then_killed(tmp_path: Path, standin: StandIn, reply: dict[str, Any], 
         deadline = time.monotonic() + 60
         while len(standin.requests) == sent and time.monotonic() < deadline:
             time.sleep(0.02)
-        if after_s is not None:
-            time.sleep(after_s)
-        while after_s is None and not _journaled(Path(os.environ["CLAW_STORE"])) and time.monotonic() < deadline:
-            time.sleep(0.02)
+        time.sleep(after_s)
     finally:
         build.send_signal(signal.SIGKILL)
         build.wait()
@@ -65,7 +55,7 @@ def _killed_json(ws: Workspace, *command: str) -> list[dict[str, Any]]:
 
 def test_a_killed_build_that_spent_money_is_in_the_json_of_report_status_and_build(
         tmp_path: Path, standin: StandIn, env: dict[str, str]) -> None:  # noqa: F811
-    ws, killed_id = _built_then_killed(tmp_path, standin, text("four", latency=0.3))
+    ws, killed_id = _built_then_killed(tmp_path, standin, text("four", latency=0.3), after_s=2.5)
     for command in (("report", "--no-chart"), ("status",)):
         [killed] = _killed_json(ws, *command)
         assert killed["build_id"] == killed_id and killed["nodes"] >= 1, (command, killed)
@@ -94,7 +84,7 @@ def test_build_dry_run_names_a_killed_build_in_its_text_and_json_and_tells_nobod
     """`claw build --dry-run` says what a build would do: that money went to a build that never finished too, as
     `status`, `report` and a real build say it (text: the note on stderr; JSON: `killed_builds`). Before session 74 it
     said nothing of it. It tells no build of it (a dry run is no build that ended): `status` still names it."""
-    ws, killed_id = _built_then_killed(tmp_path, standin, text("four", latency=0.3))
+    ws, killed_id = _built_then_killed(tmp_path, standin, text("four", latency=0.3), after_s=2.5)
     text_run = run_here(ws.root, "build", "--dry-run", *CAMPAIGN)
     assert text_run.code == 0 and "Traceback" not in text_run.stderr, text_run
     assert f"build {killed_id} of this campaign was killed before it finished" in text_run.stderr, text_run
