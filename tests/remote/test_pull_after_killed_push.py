@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from clawstore.remote import pull, push
-from clawstore.remote.backends import open_backend
+from clawstore.remote.backends import Backend, open_backend
 from clawstore.remote.config import Remote
 from clawstore.store import Store
 from clawstore.store.core.locks import exclusive
@@ -35,8 +35,8 @@ def _claw(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=120)
 
 
-def _remote_head(remote_url: str) -> str | None:
-    now = open_backend(remote_url, None).read_ref("refs/" + HEAD)
+def _remote_head(remote: Backend | str) -> str | None:
+    now = (open_backend(remote, None) if isinstance(remote, str) else remote).read_ref("refs/" + HEAD)
     return None if now is None else now.value
 
 
@@ -47,11 +47,12 @@ def _push_killed_past_its_swap(ws: Workspace, store: Path, remote_url: str, head
                                   cwd=ws.root, env=dict(os.environ), stdout=subprocess.DEVNULL,
                                   stderr=subprocess.PIPE, text=True)
         try:
+            remote = open_backend(remote_url, None)  # (one client, asked again and again)
             deadline = time.monotonic() + 60
-            while _remote_head(remote_url) != head and killed.poll() is None and time.monotonic() < deadline:
+            while _remote_head(remote) != head and killed.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.02)
             assert killed.poll() is None, killed.communicate()[1]  # still running: held at its tracking ref
-            assert _remote_head(remote_url) == head
+            assert _remote_head(remote) == head
         finally:
             killed.send_signal(signal.SIGKILL)
             killed.wait(timeout=10)
