@@ -36,6 +36,7 @@ from clawstore.remote.sync import (
     remote_files,
     remote_packs,
     size_differs,
+    swapping,
     tracking_ref,
     unlisted_packs,
 )
@@ -689,6 +690,12 @@ def _pull_ref(store: Transfer, remote: Remote, name: str, value: str, report: Sy
     elif local is None or local == seen:
         store.set_ref(name, value, expected=local)
         report.refs_moved.append(name)
+    elif value == seen or value == swapping(store, remote).get(name):
+        # Nobody else moved it: the remote holds what this store last saw there, or what its own last push set out to
+        # put (a push killed, or failed, after the server applied its swap: no tracking ref written). This store's
+        # head is the newer one (before session 76: "both sides changed it").
+        report.refs_kept[name] = ("kept this store's newer head (the remote holds this store's own earlier push); "
+                                  "the next push sends it")
     else:
         report.refs_kept[name] = ("both sides changed it: kept this store's head; the remote's results are "
                                   "here now, so `claw build` reuses them, then push")

@@ -34,6 +34,7 @@ from clawstore.remote.sync import (
     PACKS,
     REFS,
     SHARED_REFS,
+    SWAPPING,
     WORKERS,
     PackIds,
     SyncReport,
@@ -42,7 +43,9 @@ from clawstore.remote.sync import (
     listing_name,
     remember_table,
     remote_content,
+    swapping,
     tracking_ref,
+    where,
 )
 from clawstore.store import Transfer
 from clawstore.store.core.ids import PREFIX, file_digest, is_oid, oid_of
@@ -67,30 +70,12 @@ class RemoteKnowledge:
     segments: frozenset[str] = frozenset()  # the index segments the last push_new had sent all of
 
 
-def _where(remote: Remote) -> str:
-    return f"url {remote.url} {remote.endpoint_url or '-'}"
-
-
-SWAPPING = "swapping"  # in the remote's cache folder: the value this store last set out to put on each remote ref
-
-
-def _swapping(store: Transfer, remote: Remote) -> dict[str, str]:
-    """{ref name: the value this store's last swap of it set out to put} on this very remote (`_move_refs`)."""
-    try:
-        lines = (cache_dir(store, remote) / SWAPPING).read_text(encoding="ascii").splitlines()
-    except (FileNotFoundError, UnicodeDecodeError):
-        return {}
-    if not lines or lines[0] != _where(remote):
-        return {}
-    return {name: value for name, _, value in (line.rpartition(" ") for line in lines[1:]) if name}
-
-
 def _settled(path: Path, remote: Remote, files: dict[str, int]) -> dict[str, str]:
     """{pack id: name it was sent under, or "-" (found mostly on the remote)} of this store's packs an
     earlier push to this very remote settled, and that still are: a pack sent is settled only while
     the remote lists it (a remote name pointed elsewhere, or a remote emptied, gets it whole again)."""
     lines = path.read_text(encoding="ascii").splitlines() if path.exists() else []
-    if not lines or lines[0] != _where(remote):
+    if not lines or lines[0] != where(remote):
         return {}
     settled = {}
     for line in lines[1:]:
@@ -342,7 +327,7 @@ def push(store: Transfer, remote: Remote, ref_names: Iterable[str] | None = None
             statements = [sender.beside(refsign.publish, backend, m.name, m.value, tmp)
                           for m in moves if m.changes]
         if ref_names is None:  # everything sent: remember the packs settled (derived: a crash may lose it)
-            lines = [_where(remote), *(f"{pack} {sent_as}" for pack, sent_as in sorted(covered.items()))]
+            lines = [where(remote), *(f"{pack} {sent_as}" for pack, sent_as in sorted(covered.items()))]
             write_file_atomic(covered_file, "\n".join(lines).encode(), store.tmp_dir, durable=False)
         if knowledge is not None:
             knowledge.objects.update(have_objects, lacking)
@@ -438,16 +423,16 @@ def _ref_moves(store: Transfer, backend: Backend, remote: Remote, refs: dict[str
                reads: dict[str, Future[RefValue | None]]) -> list[_RefMove]:
     """Each ref's remote value (`reads`: each ref's read, all asked at once, in name order); RemoteRefConflict for a
     ref the remote moved since this store last saw it there (the tracking ref; or the value this store's last swap of
-    it set out to put, `_swapping`), whatever the order of the names."""
+    it set out to put, `sync.swapping`), whatever the order of the names."""
     moves = [_RefMove(name, refs[name], read.result()) for name, read in reads.items()]
-    swapping = _swapping(store, remote) if moves else {}
+    noted = swapping(store, remote) if moves else {}
     for move in moves:
         if move.current is not None and not is_oid(move.current.value):  # (a pull skips it: "pull, then push" loops)
             raise RemoteDamage(f"remote {backend.description}: ref {REFS + move.name} holds no object id: remove it "
                                "from the remote, then push again")
         # (a value this store's own swap put there, its end unknown to it, is not another push's: the push was killed,
         # or its answer never came, after the server applied it)
-        if move.current is not None and move.current.value not in (move.value, swapping.get(move.name),
+        if move.current is not None and move.current.value not in (move.value, noted.get(move.name),
                                                                     store.get_ref(tracking_ref(remote, move.name))):
             raise RemoteRefConflict(REFS + move.name)
     return moves
@@ -480,8 +465,8 @@ def _move_refs(store: Transfer, backend: Backend, remote: Remote, moves: list[_R
     changes = {m.name: m.value for m in moves if m.changes}
     if changes:  # noted before any swap is sent: a push killed after the server applied one does not know it did
         # (not fsynced: a machine's crash may lose it, and the next push's conflict is then the one before session 75)
-        noted = _swapping(store, remote) | changes
-        lines = [_where(remote), *(f"{name} {value}" for name, value in sorted(noted.items()))]
+        noted = swapping(store, remote) | changes
+        lines = [where(remote), *(f"{name} {value}" for name, value in sorted(noted.items()))]
         write_file_atomic(cache_dir(store, remote) / SWAPPING, "\n".join(lines).encode(), store.tmp_dir,
                           durable=False)
     swaps = {m.name: pool.submit(backend.swap_ref, REFS + m.name, m.value, m.current) for m in moves if m.changes}

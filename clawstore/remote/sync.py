@@ -86,6 +86,27 @@ def cache_dir(store: Transfer, remote: Remote) -> Path:
     return path
 
 
+def where(remote: Remote) -> str:
+    """The first line of a remote's cache files that hold what it was when written: its URL and endpoint."""
+    return f"url {remote.url} {remote.endpoint_url or '-'}"
+
+
+SWAPPING = "swapping"  # in the remote's cache folder: the value this store last set out to put on each remote ref
+
+
+def swapping(store: Transfer, remote: Remote) -> dict[str, str]:
+    """{ref name: the value this store's last swap of it set out to put} on this very remote (push._move_refs notes
+    it before it swaps): a push killed after the server applied its swap wrote no tracking ref, and that value on the
+    remote is still this store's own."""
+    try:
+        lines = (cache_dir(store, remote) / SWAPPING).read_text(encoding="ascii").splitlines()
+    except (FileNotFoundError, UnicodeDecodeError):
+        return {}
+    if not lines or lines[0] != where(remote):
+        return {}
+    return {name: value for name, _, value in (line.rpartition(" ") for line in lines[1:]) if name}
+
+
 def _fetch_listings(store: Transfer, remote: Remote, backend: Backend, packs: list[str], files: dict[str, int]
                     ) -> None:
     """Download the listings not in the local cache yet, WORKERS at a time: a remote that interim

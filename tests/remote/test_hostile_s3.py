@@ -9,14 +9,9 @@ Or it stalls: half the body, then nothing, the connection left open. botocore wa
 from __future__ import annotations
 
 import secrets
-import socket
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
-import httpx
 import pytest
 
 from clawstore.remote.backends import RemoteError, S3Backend
@@ -24,70 +19,39 @@ from clawstore.store import Store
 from clawstore.testing.standin import StandIn
 from tests.config.workspace_builder import claw
 from tests.support.claw import Claw
+from tests.support.s3proxy import Call, S3Proxy
 from tests.support.s3server import make_bucket
 from tests.support.workspace import standard
 
 
-class HostileS3:
-    """An HTTP proxy in front of the S3 server that misbehaves on the packs' GETs as `mode` says: "truncate" (half the
+class HostileS3(S3Proxy):
+    """A proxy in front of the S3 server that misbehaves on the packs' GETs as `mode` says: "truncate" (half the
     body, then the connection closed), "stall" (half the body, then nothing until the proxy closes), "mute" (not even
     the headers); anything else is forwarded as it is."""
 
     def __init__(self, target: str, mode: str):
-        self.target, self.mode, self.hits = target, mode, 0
+        self.mode, self.hits = mode, 0
         self.asked: dict[str, int] = {}  # the packs' GETs, by path
-        self.closing = threading.Event()
-        outer = self
+        super().__init__(target)
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def _forward(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else b""
-                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length")}
-                if self.command == "GET" and ".pack" in self.path:
-                    outer.asked[self.path] = outer.asked.get(self.path, 0) + 1
-                if outer.mode == "mute" and self.command == "GET" and ".pack" in self.path:
-                    outer.hits += 1
-                    outer.closing.wait(120)
-                    self.close_connection = True
-                    return
-                reply = httpx.request(self.command, outer.target + self.path, headers=headers, content=body,
-                                      timeout=30)
-                data = reply.content
-                hostile = self.command == "GET" and ".pack" in self.path
-                if hostile:
-                    outer.hits += 1
-                self.send_response(reply.status_code)
-                for k, v in reply.headers.items():
-                    if k.lower() not in ("content-length", "transfer-encoding", "connection", "content-encoding"):
-                        self.send_header(k, v)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                if hostile and outer.mode in ("truncate", "stall") and len(data) > 2:
-                    self.wfile.write(data[: len(data) // 2])
-                    self.wfile.flush()
-                    if outer.mode == "stall":
-                        outer.closing.wait(120)
-                    self.close_connection = True
-                    self.connection.shutdown(socket.SHUT_RDWR)
-                    return
-                self.wfile.write(data)
-
-            do_GET = do_PUT = do_HEAD = do_POST = do_DELETE = _forward  # noqa: N815
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.closing.set()
-        self.server.shutdown()
-        self.server.server_close()
+    def answer(self, call: Call) -> None:
+        hostile = call.command == "GET" and ".pack" in call.path
+        if hostile:
+            self.asked[call.path] = self.asked.get(call.path, 0) + 1
+        if hostile and self.mode == "mute":
+            self.hits += 1
+            call.hold()
+            return
+        reply = call.forward()
+        if hostile:
+            self.hits += 1
+        if hostile and self.mode in ("truncate", "stall") and len(reply.content) > 2:
+            call.reply(reply, part=len(reply.content) // 2)
+            if self.mode == "stall":
+                call.hold()
+            call.cut()
+            return
+        call.reply(reply)
 
 
 def test_a_pack_whose_body_ends_early_fails_the_pull_in_one_line_and_lands_nothing(

@@ -8,84 +8,49 @@ from __future__ import annotations
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
-import httpx
 import pytest
 
 from clawstore.remote import pull, push
 from clawstore.remote.backends import RemoteRefConflict, S3Backend
 from clawstore.remote.config import Remote
 from clawstore.store import Store
+from tests.support.s3proxy import Call, S3Proxy
 from tests.support.s3server import make_bucket
 
 
-class LosingProxy:
+class LosingProxy(S3Proxy):
     """Forwards everything to `target`; the first conditional PUT of a ref is applied, then its connection is cut
     before the answer (a reset after the server acted: what botocore retries)."""
 
     def __init__(self, target: str, meanwhile: Callable[[], None] | None = None, stall: bool = False):
-        self.target, self.meanwhile = target, meanwhile  # meanwhile: run once the cut PUT was applied
+        self.meanwhile = meanwhile  # run once the cut PUT was applied
         self.stall = stall  # every conditional ref PUT applied, its answer withheld until the proxy closes
-        self.closing = threading.Event()
         self.cut: list[str] = []  # the ref PUTs whose answer was lost
         self.puts: list[tuple[str, int]] = []  # every conditional ref PUT: (path, status the server gave)
-        outer = self
+        super().__init__(target)
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def _forward(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else b""
-                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length")}
-                reply = httpx.request(self.command, outer.target + self.path, headers=headers, content=body,
-                                      timeout=30)
-                conditional = self.command == "PUT" and "/refs/" in self.path and (
-                    "If-Match" in self.headers or "If-None-Match" in self.headers)
-                if conditional:
-                    outer.puts.append((self.path, reply.status_code))
-                if conditional and outer.stall:
-                    outer.closing.wait(60)
-                    self.close_connection = True
-                    return
-                if conditional and not outer.cut:
-                    outer.cut.append(self.path)
-                    if outer.meanwhile is not None:
-                        outer.meanwhile()
-                    self.close_connection = True
-                    self.connection.shutdown(socket.SHUT_RDWR)
-                    return
-                data = reply.content
-                self.send_response(reply.status_code)
-                for k, v in reply.headers.items():
-                    if k.lower() not in ("content-length", "transfer-encoding", "connection", "content-encoding"):
-                        self.send_header(k, v)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            do_GET = do_PUT = do_HEAD = do_POST = do_DELETE = _forward  # noqa: N815
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.closing.set()
-        self.server.shutdown()
-        self.server.server_close()
+    def answer(self, call: Call) -> None:
+        reply = call.forward()
+        conditional = call.command == "PUT" and "/refs/" in call.path and (
+            "If-Match" in call.headers or "If-None-Match" in call.headers)
+        if conditional:
+            self.puts.append((call.path, reply.status_code))
+        if conditional and self.stall:
+            call.hold(60)
+            return
+        if conditional and not self.cut:
+            self.cut.append(call.path)
+            if self.meanwhile is not None:
+                self.meanwhile()
+            call.cut()
+            return
+        call.reply(reply)
 
 
 def _head(store: Store, name: str, text: str) -> str:
