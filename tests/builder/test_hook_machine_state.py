@@ -203,7 +203,7 @@ def test_a_hook_stopped_at_its_timeout_runs_again_next_build(
     (KILL_THE_HOOK, "hook_no_result", "hook process was killed by signal 9 (SIGKILL) before it gave a result"),
     (FAIL_AFTER_PROBE, "hook_not_run", "bubblewrap failed to start the hook's sandbox (bwrap: Creating new namespace "
                                        "failed: No space left on device); the hook was not run"),
-])
+], ids=["killed by the machine", "bubblewrap failing after its probe"])
 def test_a_hook_the_machine_kept_from_giving_a_result_runs_again_next_build(
         ws: Workspace, claw: Claw, standin: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, machine: str,
         code: str, message: str) -> None:
