@@ -18,6 +18,7 @@ from clawstore.builder.legacy_keys import record_under_key_now, record_under_leg
 from clawstore.builder.tree_files import TreeSandboxFiles, TreeWorkspaceFiles
 from clawstore.builder.unstored import Stored, store_answer
 from clawstore.graph.keys import (
+    HOOK_FAULTS_S75,
     JUDGE_FIELDS_NOT_IN_KEY,
     checks_document,
     document_key,
@@ -85,8 +86,8 @@ class RunEvaluation:
     @property
     def ok(self) -> bool:
         result, checks = self.result, self.checks
-        # (checks whose record is not reusable, a hook not run or stopped at its timeout, run again next build: not done
-        # either, so the build exits 1 and leaves no stamp)
+        # (checks whose record is not reusable, a hook not run, without a result or stopped at its timeout, run again
+        # next build: not done either, so the build exits 1 and leaves no stamp)
         return (self.blocked is None and result is not None and result.record is not None
                 and result.record.get("status") == "success" and bool(result.record.get("cacheable"))
                 and checks is not None and checks.record is not None and bool(checks.record.get("cacheable")))
@@ -121,10 +122,12 @@ def _declarative(checks: Node) -> bool:
 
 def hook_fault(checks: list[dict[str, Any]]) -> tuple[str, dict[str, str]] | None:
     """(status, error) of checks a python hook of which says what the machine was like, not what the run did: not run
-    (bubblewrap not working here: `failed`, as a harness's own fault is) or stopped at its timeout (a loaded machine:
-    `timed_out`). Their record is kept with that outcome (the judge sees it) but not reusable: the next build runs the
-    checks again (docs/building.md, "Outcomes and faults"; before session 75 it was kept for ever). None otherwise."""
-    faults: dict[str, list[str]] = {"not_run": [], "timed_out": []}
+    (bubblewrap not working here, or failing once its probe passed: `failed`, as a harness's own fault is), its process
+    gone without a result (killed by a signal, the kernel's OOM killer's: `failed`) or stopped at its timeout (a loaded
+    machine: `timed_out`). Their record is kept with that outcome (the judge sees it) but not reusable: the next build
+    runs the checks again (docs/building.md, "Outcomes and faults"; before session 75 a hook not run or timed out was
+    kept for ever, before session 76 one without a result). None otherwise."""
+    faults: dict[str, list[str]] = {"not_run": [], "no_result": [], "timed_out": []}
     for check in checks:
         metadata = check.get("metadata") or {}
         if check.get("outcome") == "error" and check.get("kind") == "python_hook":
@@ -136,6 +139,10 @@ def hook_fault(checks: list[dict[str, Any]]) -> tuple[str, dict[str, str]] | Non
         message = next(str(c.get("message")) for c in checks if (c.get("metadata") or {}).get("not_run") is True)
         return "failed", {"code": "hook_not_run", "message": f"{message} (check {', '.join(faults['not_run'])}); "
                                                             + again}
+    if faults["no_result"]:
+        message = next(str(c.get("message")) for c in checks if (c.get("metadata") or {}).get("no_result") is True)
+        return "failed", {"code": "hook_no_result", "message": f"{message} (check {', '.join(faults['no_result'])}); "
+                                                              + again}
     if faults["timed_out"]:
         return "timed_out", {"code": "hook_timed_out", "message": f"{len(faults['timed_out'])} hook(s) stopped at the "
                              f"timeout (check {', '.join(faults['timed_out'])}); " + again}
@@ -152,6 +159,29 @@ def _earlier(document: Callable[..., dict[str, Any]], judge: dict[str, Any]) -> 
         return [(key, made, data)]
 
     return earlier
+
+
+def _checks_s75(doc: dict[str, Any]) -> list[tuple[str, dict[str, Any], bytes]]:
+    """The key, document and bytes checks with a python hook had in sessions 75 to 76 (keys.py HOOK_FAULTS_S75)."""
+    made = {**doc, "hook_faults": HOOK_FAULTS_S75}
+    key, data = keyed_document(made)
+    return [(key, made, data)]
+
+
+def _kept_no_result(record: dict[str, Any]) -> bool:
+    """A checks record of sessions 75 to 76 keeps a hook process that gave no result (killed by a signal, bubblewrap
+    failing once its probe passed): what its message said then (evaluate/hooks.py `_no_result`, which marks it now)."""
+    return any(c.get("kind") == "python_hook" and c.get("outcome") == "error"
+               and str(c.get("message")).startswith("hook process exited with code ")
+               and str(c.get("message")).endswith(" without a result")
+               for c in (record.get("summary") or {}).get("checks") or [])
+
+
+def _not_found(node: Node) -> None:
+    """`node` as when no record is found for it: keyed as now, to execute (the one under its earlier key not reused)."""
+    assert node.keyed_now is not None
+    node.key, node.document, node.document_bytes = node.keyed_now
+    node.record_id = node.record = node.unseen = node.keyed_now = None
 
 
 def _addresses(run: Node, judge_plan: list[tuple[str, int]]) -> set[str]:
@@ -302,7 +332,10 @@ class EvalLayer:
             case = self._case(run.item)
             doc = checks_document(record, case["checks"], case["host_inputs"], self.policy, self.checks_format,
                                   case["python_hooks"])
-            ev.checks = self._node("checks", run.address, doc, run)  # (its run's address: no node changes one)
+            earlier = partial(_checks_s75, doc) if case["python_hooks"] else None
+            ev.checks = self._node("checks", run.address, doc, run, earlier=earlier)  # (its run's: no node changes one)
+            if ev.checks.keyed_now is not None and _kept_no_result(self.store.get_json(ev.checks.record_id)):
+                _not_found(ev.checks)
         return ev
 
     def plan_judges(self, ev: RunEvaluation) -> None:

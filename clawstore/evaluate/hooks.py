@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -210,6 +211,30 @@ def run_python_hook(
         return _run_confined(confined_command(real_dir, scratch, extra_ro, network, also_ro), request, timeout_s)
 
 
+def _no_result(returncode: int, stderr_tail: str) -> HookOutcome:
+    """The outcome of a hook process that wrote no reply. That says nothing about the run (a hook's own failure, a
+    raise, MemoryError at its limit, is a reply): bubblewrap failing to set up the sandbox once its probe passed
+    (`not_run`), or the process killed by a signal (the kernel's OOM killer, anyone's kill: bwrap reports its child's
+    signal N as exit code 128+N) or gone without replying (`os._exit`, the interpreter failing to start) (`no_result`).
+    Either leaves its checks record not reusable (builder/eval_layer.py `hook_fault`); before session 76 both were
+    the checks' outcome, reused by every later build."""
+    meta: dict[str, Any] = {"stderr_tail": stderr_tail}
+    lines = [line for line in stderr_tail.splitlines() if line.strip()]
+    if returncode == 1 and lines and lines[-1].startswith("bwrap: "):
+        return HookOutcome("error", f"bubblewrap failed to start the hook's sandbox ({lines[-1].strip()}); the hook "
+                           "was not run", {}, {**meta, "not_run": True})
+    number = -returncode if returncode < 0 else returncode - 128 if 128 < returncode <= 128 + 64 else None
+    if number is not None:
+        try:
+            name = f" ({signal.Signals(number).name})"
+        except ValueError:
+            name = ""
+        message = f"hook process was killed by signal {number}{name} before it gave a result"
+    else:
+        message = f"hook process exited with code {returncode} without a result"
+    return HookOutcome("error", message, {}, {**meta, "no_result": True})
+
+
 def _run_confined(argv: list[str], request: dict[str, Any], timeout_s: float) -> HookOutcome:
     proc = subprocess.Popen(
         argv,
@@ -238,8 +263,7 @@ def _run_confined(argv: list[str], request: dict[str, Any], timeout_s: float) ->
     try:
         reply = jsontext.loads_reply(out.decode("utf-8"))
     except ValueError:
-        meta["stderr_tail"] = stderr_tail
-        return HookOutcome("error", f"hook process exited with code {proc.returncode} without a result", {}, meta)
+        return _no_result(proc.returncode, stderr_tail)
     if not reply.get("ok"):
         meta["stderr_tail"] = stderr_tail
         return HookOutcome("error", f"hook raised {reply.get('error')}", {}, meta)

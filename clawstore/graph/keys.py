@@ -169,12 +169,21 @@ def run_outputs_ref(record: dict[str, Any]) -> dict[str, Any]:
     return {name: outputs.get(name) for name in ("artifact", "sandbox", "workspace") if outputs.get(name)}
 
 
+# What no record under the key of checks with a python hook keeps (builder/eval_layer.py `hook_fault`): a hook the
+# machine kept from running, whose process gave no result (killed by a signal), or stopped at its timeout. Sessions 75
+# to 76 had `"retried"` (HOOK_FAULTS_S75): their records are reused unless a hook process gave them no result.
+HOOK_FAULTS = ["not_run", "no_result", "timed_out"]
+HOOK_FAULTS_S75 = "retried"
+
+
 def checks_document(run_record: dict[str, Any], checks: list[dict[str, Any]], host_inputs: dict[str, Any],
-                    policy: dict[str, Any], format_version: int, python_hooks: bool = False) -> dict[str, Any]:
+                    policy: dict[str, Any], format_version: int, python_hooks: bool = False,
+                    hook_faults: Any = HOOK_FAULTS) -> dict[str, Any]:
     """Covers the run's outputs, the check specs, the host and hook files they read, the hook policy. With a python
-    hook (`python_hooks`) also `hook_faults: retried`: under such a key no record keeps a hook the machine kept from
-    running or stopped at its timeout (builder/eval_layer.py `hook_fault`); records made before session 75 could, under
-    the key without it, and are left behind."""
+    hook (`python_hooks`) also `hook_faults` (HOOK_FAULTS): under such a key no record keeps a hook the machine kept
+    from giving its outcome; records made before session 75 could, under the key without it, and are left behind;
+    those of sessions 75 to 76 (`hook_faults: retried`) are reused as the key's earlier one (Node.earlier) unless a
+    hook process gave them no result."""
     doc = {
         "kind": "checks",
         "version": CHECKS_DOC_VERSION,
@@ -185,7 +194,7 @@ def checks_document(run_record: dict[str, Any], checks: list[dict[str, Any]], ho
         "policy": policy,
     }
     if python_hooks:
-        doc["hook_faults"] = "retried"
+        doc["hook_faults"] = hook_faults
     return doc
 
 

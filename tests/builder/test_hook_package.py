@@ -9,22 +9,16 @@ package's `__init__.py`, of a data file in the package or of a module or package
 
 from __future__ import annotations
 
-import json
-import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from clawstore.store import Store
 from clawstore.testing.standin import StandIn
-from tests.support.claw import Claw
-from tests.support.judging import JUDGE, eval_profile, judge_reply, standin_workspace
+from tests.support.judging import EV, Layers, Rebuild, eval_profile, judged_once
 from tests.support.workspace import Workspace
 
-EV = ("--evaluation-profile", "ev")
 EXPLAIN = ("explain", "--suite", "main", "--run-profile", "rp", *EV)
-Layers = dict[str, set[str]]
 
 # The shared folder (`hooks/`, beside `configs/`) as a user lays it out: a package whose hook module imports a helper
 # module of its package, a name from its `__init__.py`, a data file beside it, a module and a package beside it.
@@ -63,68 +57,13 @@ def _campaign(ws: Workspace) -> None:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[StandIn, Path]]:
-    root = tmp_path_factory.mktemp("hook-package")
-    with standin_workspace(root) as (standin, ws, claw), pytest.MonkeyPatch.context() as mp:
-        _campaign(ws)
-        mp.syspath_prepend(str(ws.root / "hooks"))  # (claw's sys.path, as PYTHONPATH=hooks makes it)
-        standin.script(JUDGE, judge_reply(7))
-        code, out, err = claw.build(*EV)
-        assert code == 0, out + err
-        yield standin, root
+    with judged_once(tmp_path_factory, "hook-package", _campaign, syspath="hooks") as made:
+        yield made
 
 
 @pytest.fixture
-def copy(built: tuple[StandIn, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[StandIn, Workspace]:
-    standin, root = built
-    for name in ("ws", "store"):
-        shutil.copytree(root / name, tmp_path / name, symlinks=True)
-    monkeypatch.setenv("OPENROUTER_BASE_URL", standin.base_url)
-    monkeypatch.setenv("CLAW_STORE", str(tmp_path / "store"))
-    monkeypatch.chdir(tmp_path / "ws")
-    monkeypatch.syspath_prepend(str(tmp_path / "ws" / "hooks"))
-    return standin, Workspace(tmp_path / "ws")
-
-
-def _executes(claw: Claw) -> Layers:
-    code, out, err = claw.build(*EV, "--dry-run", "--output", "json")
-    assert code == 0, out + err
-    layers: Layers = {}
-    for node in json.loads(out)["nodes"]:
-        if node["executes"]:
-            layers.setdefault(node["kind"], set()).add(f"{node['case_id']}/{node['model_id']}")
-    return layers
-
-
-def _stale(claw: Claw) -> dict[str, int]:
-    """`claw status`: the stale nodes per layer (both models)."""
-    code, out, err = claw("status", "--suite", "main", "--run-profile", "rp", *EV, "--output", "json")
-    assert code == 0, out + err
-    stale: dict[str, int] = {}
-    for model in json.loads(out)["models"].values():
-        for kind, counts in model["layers"].items():
-            if counts["stale"]:
-                stale[kind] = stale.get(kind, 0) + counts["stale"]
-    return stale
-
-
-def _build(claw: Claw, standin: StandIn) -> tuple[int, int]:
-    """(subject requests, judge requests) the build sent."""
-    before = len(standin.requests)
-    code, out, err = claw.build(*EV)
-    assert code == 0, out + err
-    sent = standin.requests[before:]
-    judged = sum(1 for r in sent if r["model"] == JUDGE)
-    return len(sent) - judged, judged
-
-
-def _messages(store: Store) -> set[str]:
-    """The hook's message in every checks record of the store."""
-    found = set()
-    for key, _ in store.iter_actions():
-        record = store.get_action(key)
-        if record.kind == "checks" and record.summary["checks"]:
-            found.add(record.summary["checks"][0]["message"])
-    return found
+def rebuild(built: tuple[StandIn, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Rebuild:
+    return Rebuild.of(built, tmp_path, monkeypatch, syspath="hooks")
 
 
 def _rewrite(name: str, change: Callable[[str], str]) -> Callable[[Workspace], None]:
@@ -157,16 +96,14 @@ ROWS: list[tuple[str, Callable[[Workspace], None], Layers, int, str | None, str]
 @pytest.mark.parametrize(("edit", "executes", "judged", "explained", "message"), [row[1:] for row in ROWS],
                          ids=[row[0] for row in ROWS])
 def test_an_edit_of_the_hook_package_runs_the_checks_again(
-        copy: tuple[StandIn, Workspace], edit: Callable[[Workspace], None], executes: Layers, judged: int,
-        explained: str | None, message: str) -> None:
-    standin, ws = copy
-    claw = Claw(ws.root)
-    edit(ws)
-    assert _stale(claw) == {kind: len(nodes) for kind, nodes in executes.items()}
-    assert _executes(claw) == executes
-    code, out, err = claw(*EXPLAIN)
+        rebuild: Rebuild, edit: Callable[[Workspace], None], executes: Layers, judged: int, explained: str | None,
+        message: str) -> None:
+    edit(rebuild.ws)
+    assert rebuild.stale() == {kind: len(nodes) for kind, nodes in executes.items()}
+    assert rebuild.executes() == executes
+    code, out, err = rebuild.claw(*EXPLAIN)
     assert code == 0, out + err
     assert (explained or "everything is fresh") in out, out
-    assert _build(claw, standin) == (0, judged)  # no model asked again, the judge only when the checks' results differ
-    assert _executes(claw) == {}
-    assert message in _messages(Store(ws.root.parent / "store"))  # the outcome the hook gives now is the one kept
+    assert rebuild.build() == (0, judged)  # no model asked again, the judge only when the checks' results differ
+    assert rebuild.executes() == {}
+    assert message in rebuild.check_messages("hook")  # the outcome the hook gives now is the one kept

@@ -16,7 +16,6 @@ this one does.
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -25,13 +24,11 @@ import pytest
 from clawstore.store import Store
 from clawstore.testing.standin import StandIn
 from tests.support.claw import Claw
-from tests.support.judging import JUDGE, eval_profile, judge_reply, standin_workspace
+from tests.support.judging import EV, JUDGE, Layers, Rebuild, eval_profile, judge_reply, judged_once
 from tests.support.stamps import wait_out_racy_window
 from tests.support.workspace import Workspace
 
-EV = ("--evaluation-profile", "ev")
 CASES = ("alpha", "beta")
-Layers = dict[str, set[str]]
 
 SHARED = {
     "check.py": (
@@ -59,44 +56,13 @@ def _campaign(ws: Workspace) -> None:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[StandIn, Path]]:
-    root = tmp_path_factory.mktemp("hook-path-shared")
-    with standin_workspace(root) as (standin, ws, claw):
-        _campaign(ws)
-        standin.script(JUDGE, judge_reply(7))
-        code, out, err = claw.build(*EV)
-        assert code == 0, out + err
-        yield standin, root
+    with judged_once(tmp_path_factory, "hook-path-shared", _campaign) as made:
+        yield made
 
 
 @pytest.fixture
-def copy(built: tuple[StandIn, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[StandIn, Workspace]:
-    standin, root = built
-    for name in ("ws", "store"):
-        shutil.copytree(root / name, tmp_path / name, symlinks=True)
-    monkeypatch.setenv("OPENROUTER_BASE_URL", standin.base_url)
-    monkeypatch.setenv("CLAW_STORE", str(tmp_path / "store"))
-    monkeypatch.chdir(tmp_path / "ws")
-    return standin, Workspace(tmp_path / "ws")
-
-
-def _executes(claw: Claw) -> Layers:
-    code, out, err = claw.build(*EV, "--dry-run", "--output", "json")
-    assert code == 0, out + err
-    layers: Layers = {}
-    for node in json.loads(out)["nodes"]:
-        if node["executes"]:
-            layers.setdefault(node["kind"], set()).add(f"{node['case_id']}/{node['model_id']}")
-    return layers
-
-
-def _build(claw: Claw, standin: StandIn) -> tuple[int, int]:
-    """(subject requests, judge requests) the build sent."""
-    before = len(standin.requests)
-    code, out, err = claw.build(*EV)
-    assert code == 0, out + err
-    sent = standin.requests[before:]
-    judged = sum(1 for r in sent if r["model"] == JUDGE)
-    return len(sent) - judged, judged
+def rebuild(built: tuple[StandIn, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Rebuild:
+    return Rebuild.of(built, tmp_path, monkeypatch)
 
 
 def test_the_shared_hook_runs_for_both_cases(built: tuple[StandIn, Path]) -> None:
@@ -131,25 +97,13 @@ ROWS: list[tuple[str, Callable[[Workspace], None], Layers, int, str]] = [
 @pytest.mark.parametrize(("edit", "executes", "judged", "message"), [row[1:] for row in ROWS],
                          ids=[row[0] for row in ROWS])
 def test_an_edit_of_the_shared_hook_runs_the_checks_of_both_cases_again(
-        copy: tuple[StandIn, Workspace], edit: Callable[[Workspace], None], executes: Layers, judged: int,
-        message: str) -> None:
-    standin, ws = copy
-    claw = Claw(ws.root)
-    edit(ws)
-    code, out, err = claw("status", "--suite", "main", "--run-profile", "rp", *EV, "--output", "json")
-    assert code == 0, out + err
-    stale = sum(counts["layers"]["checks"]["stale"] for counts in json.loads(out)["models"].values())
-    assert stale == len(executes.get("checks", ()))
-    assert _executes(claw) == executes
-    assert _build(claw, standin) == (0, judged)  # no model asked again, the judge only when the checks' results differ
-    assert _executes(claw) == {}
-    store = Store(ws.root.parent / "store")
-    kept = set()
-    for key, _ in store.iter_actions():
-        record = store.get_action(key)
-        if record.kind == "checks":
-            kept.add(record.summary["checks"][0]["message"])
-    assert message in kept
+        rebuild: Rebuild, edit: Callable[[Workspace], None], executes: Layers, judged: int, message: str) -> None:
+    edit(rebuild.ws)
+    assert rebuild.stale().get("checks", 0) == len(executes.get("checks", ()))
+    assert rebuild.executes() == executes
+    assert rebuild.build() == (0, judged)  # no model asked again, the judge only when the checks' results differ
+    assert rebuild.executes() == {}
+    assert message in rebuild.check_messages("hook")
 
 
 def test_an_edit_beside_a_hook_above_the_case_folders_is_seen_by_the_read_commands(

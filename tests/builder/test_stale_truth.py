@@ -18,17 +18,14 @@ from typing import Any
 import pytest
 import yaml
 
-from clawstore.store import Store
 from clawstore.testing.standin import StandIn
 from tests.support.claw import Claw
-from tests.support.judging import JUDGE, eval_profile, judge_reply, standin_workspace
+from tests.support.judging import EV, Layers, Rebuild, eval_profile, judged_once
 from tests.support.oldclaw import KEYED_WITH_HARNESS_SETTINGS, old_claw, old_clawstore
 from tests.support.workspace import SECRET, Workspace, standard
 
 HOOK = "def check(artifact):\n    return {'passed': True, 'message': 'wanted ' + open('expected.txt').read().strip()}\n"
-EV = ("--evaluation-profile", "ev")
 EXPLAIN = ("explain", "--suite", "main", "--run-profile", "rp", *EV)
-Layers = dict[str, set[str]]  # layer -> {"case/model"} the dry run would execute
 
 
 def _campaign(ws: Workspace) -> None:
@@ -46,45 +43,14 @@ def _campaign(ws: Workspace) -> None:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[StandIn, Path]]:
-    root = tmp_path_factory.mktemp("stale-truth")
-    with standin_workspace(root) as (standin, ws, claw):
-        _campaign(ws)
-        standin.script(JUDGE, judge_reply(7))
-        code, out, err = claw.build(*EV)
-        assert code == 0, out + err
-        yield standin, root
+    with judged_once(tmp_path_factory, "stale-truth", _campaign) as made:
+        yield made
 
 
 @pytest.fixture
-def copy(built: tuple[StandIn, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[StandIn, Workspace]:
+def rebuild(built: tuple[StandIn, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Rebuild:
     """The built campaign's workspace and store, copied for one test (the stand-in is the module's)."""
-    standin, root = built
-    for name in ("ws", "store"):
-        shutil.copytree(root / name, tmp_path / name, symlinks=True)
-    monkeypatch.setenv("OPENROUTER_BASE_URL", standin.base_url)
-    monkeypatch.setenv("CLAW_STORE", str(tmp_path / "store"))
-    monkeypatch.chdir(tmp_path / "ws")
-    return standin, Workspace(tmp_path / "ws")
-
-
-def _executes(claw: Claw) -> Layers:
-    code, out, err = claw.build(*EV, "--dry-run", "--output", "json")
-    assert code == 0, out + err
-    layers: Layers = {}
-    for node in json.loads(out)["nodes"]:
-        if node["executes"]:
-            layers.setdefault(node["kind"], set()).add(f"{node['case_id']}/{node['model_id']}")
-    return layers
-
-
-def _build(claw: Claw, standin: StandIn) -> tuple[int, int]:
-    """(subject requests, judge requests) the build sent."""
-    before = len(standin.requests)
-    code, out, err = claw.build(*EV)
-    assert code == 0, out + err
-    sent = standin.requests[before:]
-    judged = sum(1 for r in sent if r["model"] == JUDGE)
-    return len(sent) - judged, judged
+    return Rebuild.of(built, tmp_path, monkeypatch)
 
 
 def _rewrite(relative: str, change: Callable[[str], str]) -> Callable[[Workspace], None]:
@@ -186,50 +152,39 @@ ROWS: list[tuple[str, Callable[[Workspace], None], Layers, int, int, str | None]
 
 @pytest.mark.parametrize(("edit", "executes", "subject", "judged", "explained"),
                          [row[1:] for row in ROWS], ids=[row[0] for row in ROWS])
-def test_an_edit_rebuilds_what_reads_it(copy: tuple[StandIn, Workspace], edit: Callable[[Workspace], None],
-                                        executes: Layers, subject: int, judged: int, explained: str | None) -> None:
-    standin, ws = copy
-    claw = Claw(ws.root)
-    edit(ws)
-    assert _executes(claw) == executes
-    code, out, err = claw(*EXPLAIN)
+def test_an_edit_rebuilds_what_reads_it(rebuild: Rebuild, edit: Callable[[Workspace], None], executes: Layers,
+                                        subject: int, judged: int, explained: str | None) -> None:
+    edit(rebuild.ws)
+    assert rebuild.executes() == executes
+    code, out, err = rebuild.claw(*EXPLAIN)
     assert code == 0, out + err
     if explained is None:
         assert "everything is fresh" in out, out
     else:
         assert explained in out, out
-    assert _build(claw, standin) == (subject, judged)
-    assert _executes(claw) == NOTHING
+    assert rebuild.build() == (subject, judged)
+    assert rebuild.executes() == NOTHING
 
 
 def test_the_api_key_rebuilds_nothing_the_base_url_everything(
-        copy: tuple[StandIn, Workspace], monkeypatch: pytest.MonkeyPatch) -> None:
-    standin, ws = copy
-    claw = Claw(ws.root)
+        rebuild: Rebuild, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-v1-another-key-of-the-same-account-0123456789")
-    assert _executes(claw) == NOTHING
+    assert rebuild.executes() == NOTHING
     monkeypatch.setenv("OPENROUTER_BASE_URL", _localhost())
     every = {"run": EVERY, "checks": EVERY, "judge": EVERY, "result": EVERY}
-    assert _executes(claw) == every
-    assert "model.endpoint.base_url" in claw(*EXPLAIN)[1]
-    assert _build(claw, standin) == (4, 4)
+    assert rebuild.executes() == every
+    assert "model.endpoint.base_url" in rebuild.claw(*EXPLAIN)[1]
+    assert rebuild.build() == (4, 4)
 
 
-def test_a_file_the_hook_reads_changes_its_result(copy: tuple[StandIn, Workspace]) -> None:
+def test_a_file_the_hook_reads_changes_its_result(rebuild: Rebuild) -> None:
     """The hook may read its case's directory (docs/evaluation.md, What a hook may read): a file there it reads is
     an input of the checks. Before session 74 only the hook's own file was: the edit below rebuilt nothing, and the
     result kept the check outcome of the old file."""
-    standin, ws = copy
-    claw = Claw(ws.root)
-    (ws.configs / "cases" / "alpha" / "expected.txt").write_text("5\n")
-    assert _build(claw, standin) == (0, 2)
-    store = Store(Path(os.environ["CLAW_STORE"]))
-    messages = set()
-    for key, _ in store.iter_actions():
-        record = store.get_action(key)
-        if record.kind == "checks" and len(record.summary["checks"]) == 2:
-            messages.add(record.summary["checks"][1]["message"])
-    assert messages == {"wanted 4", "wanted 5"}  # the first build's, and the one this edit made
+    (rebuild.ws.configs / "cases" / "alpha" / "expected.txt").write_text("5\n")
+    assert rebuild.build() == (0, 2)
+    # the first build's, and the one this edit made
+    assert rebuild.check_messages("hook") == {"wanted 4", "wanted 5"}
 
 
 def test_runs_keyed_with_their_timeout_and_retries_are_reused(
@@ -244,6 +199,7 @@ def test_runs_keyed_with_their_timeout_and_retries_are_reused(
     monkeypatch.setenv("CLAW_STORE", str(tmp_path / "store"))
     monkeypatch.chdir(tmp_path / "ws")
     ws, claw = Workspace(tmp_path / "ws"), Claw(tmp_path / "ws")
+    rebuild = Rebuild(standin, ws, claw)
     ws.edit("evaluation_profiles/ev.yaml", lambda d: d["judge_runs"][0].update(repetitions=1))
     before = len(standin.requests)
     made = old_claw(old, ws.root, "build", "--suite", "main", "--run-profile", "rp", *EV)
@@ -251,12 +207,12 @@ def test_runs_keyed_with_their_timeout_and_retries_are_reused(
     assert len(standin.requests) == before + 8  # 4 runs, 4 judgements
     # (alpha's checks run again, once: its hook's case directory entered their key in the same session; free, and
     # their results are the same, so its judgements are reused)
-    assert _executes(claw) == {"checks": ALPHA, "judge": ALPHA, "result": ALPHA}
+    assert rebuild.executes() == {"checks": ALPHA, "judge": ALPHA, "result": ALPHA}
     assert "run m" not in claw(*EXPLAIN)[1]
-    assert _build(claw, standin) == (0, 0)
+    assert rebuild.build() == (0, 0)
     ws.edit("run_profiles/rp.yaml", lambda d: d["runner_defaults"].update(timeout_seconds=60, retries=4))
-    assert _executes(claw) == NOTHING
-    assert _build(claw, standin) == (0, 0)
+    assert rebuild.executes() == NOTHING
+    assert rebuild.build() == (0, 0)
 
 
 def test_a_run_batch_an_older_claw_submitted_is_collected_not_sent_again(

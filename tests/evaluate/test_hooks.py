@@ -319,3 +319,54 @@ def huge(artifact):
     res = run_hook(src, "huge", ALLOW, hook_timeout_s=60)
     assert res["outcome"] == "error" and res["message"] == "hook's reply is larger than 16 MiB; the hook was stopped"
     assert time.monotonic() - started < 30
+
+
+NO_RESULT_HOOKS = '''
+import os, signal
+def killed(artifact):
+    os.kill(os.getpid(), signal.SIGKILL)  # as the kernel's OOM killer (or anyone) would
+def exits(artifact):
+    os._exit(3)
+def raises(artifact):
+    raise RuntimeError("boom")
+def too_much_memory(artifact):
+    return bytearray(2 << 30) is not None  # past the hook's 1 GiB address space: MemoryError, its own outcome
+'''
+
+
+@pytest.mark.parametrize(("name", "message", "fault"), [
+    ("killed", "hook process was killed by signal 9 (SIGKILL) before it gave a result", True),
+    ("exits", "hook process exited with code 3 without a result", True),
+    ("raises", "hook raised RuntimeError: boom", False),
+    ("too_much_memory", "hook raised MemoryError: ", False),
+])
+def test_a_hook_process_that_gives_no_result_is_marked_so(tmp_path: Path, name: str, message: str,
+                                                          fault: bool) -> None:
+    """A hook process that ended without a reply (killed, or gone before it replied) says nothing about the run: its
+    outcome is marked `no_result` (the build retries it: builder/eval_layer.py `hook_fault`); a hook that raised
+    (MemoryError at its memory limit too) gave its outcome, kept."""
+    res = run_hook(write_case(tmp_path, NO_RESULT_HOOKS), name, ALLOW)
+    assert res["outcome"] == "error" and res["message"] == message, res
+    assert (res.get("metadata") or {}).get("no_result") is (True if fault else None), res
+
+
+def test_bubblewrap_failing_after_its_probe_means_the_hook_was_not_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """bubblewrap that starts the probe (`true`) but fails to set up the hook's sandbox: the hook was not run, as when
+    the probe fails (`not_run`), not an outcome."""
+    from clawstore.host import confine
+
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "bwrap").write_text("#!/bin/sh\n"
+                                  'for last; do :; done\nif [ \"$last\" = true ]; then exec '
+                                  f"{confine.bwrap_exe()} \"$@\"; fi\n"
+                                  "echo 'bwrap: Creating new namespace failed: No space left on device' >&2\nexit 1\n")
+    (bindir / "bwrap").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(confine, "_probe", {})
+    res = run_hook(write_case(tmp_path, HOOK_SOURCE), "one_arg", ALLOW)
+    assert res["outcome"] == "error", res
+    assert res["message"] == ("bubblewrap failed to start the hook's sandbox (bwrap: Creating new namespace failed: "
+                              "No space left on device); the hook was not run"), res
+    assert res["metadata"]["not_run"] is True, res

@@ -1,4 +1,5 @@
-"""An evaluation profile with one stand-in judge, the judge replies it expects, and a workspace to judge."""
+"""An evaluation profile with one stand-in judge, the judge replies it expects, a workspace to judge, and a campaign
+built once for a module that each test copies, edits and builds again (`judged_once`, `Rebuild`)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,13 @@ import json
 import random
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from clawstore.store import Store
 from clawstore.testing.standin import StandIn, text
 from tests.support.claw import Claw
 from tests.support.once import copied, made_once
@@ -18,6 +21,8 @@ from tests.support.workspace import SECRET, Workspace, standard, write_yaml
 
 DIMS = ("task", "process", "autonomy", "closeness", "efficiency", "spark")
 JUDGE = "judge/j1"
+EV = ("--evaluation-profile", "ev")
+Layers = dict[str, set[str]]  # layer -> {"case/model"} a dry run would execute
 
 
 def judge_requests(standin: StandIn) -> int:
@@ -110,3 +115,84 @@ def standin_workspace_once(tmp_path_factory: pytest.TempPathFactory, name: str,
             mp.setenv(key, value)
         mp.chdir(root / "ws")
         yield Claw(root / "ws"), made
+
+
+@contextmanager
+def judged_once(tmp_path_factory: pytest.TempPathFactory, name: str, campaign: Callable[[Workspace], None],
+                syspath: str | None = None) -> Iterator[tuple[StandIn, Path]]:
+    """For a module's fixture: the standard workspace as `campaign` makes it, built once with the evaluation profile
+    `ev` (its judge scoring 7); (its stand-in, the folder holding `ws` and `store`) while the module runs. `syspath`: a
+    folder of the workspace on claw's sys.path, as `PYTHONPATH=hooks claw build` puts it there."""
+    root = tmp_path_factory.mktemp(name)
+    with standin_workspace(root) as (standin, ws, claw), pytest.MonkeyPatch.context() as mp:
+        campaign(ws)
+        if syspath is not None:
+            mp.syspath_prepend(str(ws.root / syspath))
+        standin.script(JUDGE, judge_reply(7))
+        code, out, err = claw.build(*EV)
+        assert code == 0, out + err
+        yield standin, root
+
+
+@dataclass
+class Rebuild:
+    """A campaign `judged_once` built, copied for one test to edit (`ws`) and build again: which nodes the dry run
+    would execute, how many `claw status` counts stale, what the build sends, which checks outcomes the store keeps."""
+
+    standin: StandIn
+    ws: Workspace
+    claw: Claw
+
+    @classmethod
+    def of(cls, built: tuple[StandIn, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+           syspath: str | None = None) -> Rebuild:
+        """`built`'s workspace and store copied under `tmp_path`, the current directory and store (the stand-in is the
+        module's)."""
+        standin, root = built
+        copied(root, tmp_path, "ws", "store")
+        monkeypatch.setenv("OPENROUTER_BASE_URL", standin.base_url)
+        monkeypatch.setenv("CLAW_STORE", str(tmp_path / "store"))
+        monkeypatch.chdir(tmp_path / "ws")
+        if syspath is not None:
+            monkeypatch.syspath_prepend(str(tmp_path / "ws" / syspath))
+        return cls(standin, Workspace(tmp_path / "ws"), Claw(tmp_path / "ws"))
+
+    def executes(self) -> Layers:
+        """What `claw build --dry-run` would execute."""
+        code, out, err = self.claw.build(*EV, "--dry-run", "--output", "json")
+        assert code == 0, out + err
+        layers: Layers = {}
+        for node in json.loads(out)["nodes"]:
+            if node["executes"]:
+                layers.setdefault(node["kind"], set()).add(f"{node['case_id']}/{node['model_id']}")
+        return layers
+
+    def stale(self) -> dict[str, int]:
+        """`claw status`: the stale nodes per layer (every model), the layers with none left out."""
+        code, out, err = self.claw("status", "--suite", "main", "--run-profile", "rp", *EV, "--output", "json")
+        assert code == 0, out + err
+        stale: dict[str, int] = {}
+        for model in json.loads(out)["models"].values():
+            for kind, counts in model["layers"].items():
+                if counts["stale"]:
+                    stale[kind] = stale.get(kind, 0) + counts["stale"]
+        return stale
+
+    def build(self) -> tuple[int, int]:
+        """`claw build` (exit 0): (subject requests, judge requests) it sent."""
+        before = len(self.standin.requests)
+        code, out, err = self.claw.build(*EV)
+        assert code == 0, out + err
+        sent = self.standin.requests[before:]
+        judged = sum(1 for r in sent if r["model"] == JUDGE)
+        return len(sent) - judged, judged
+
+    def check_messages(self, check_id: str) -> set[str]:
+        """The message of check `check_id` in every checks record of the store that has it."""
+        store = Store(self.ws.root.parent / "store")
+        found = set()
+        for key, _ in store.iter_actions():
+            record = store.get_action(key)
+            if record is not None and record.kind == "checks":
+                found |= {c["message"] for c in record.summary["checks"] if c["check_id"] == check_id}
+        return found
