@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from clawstore.errors import StoreError
 from clawstore.store.buildlogs import builds_dir, live_builds, set_build_log_field
-from clawstore.store.documents import read_build_log_doc
+from clawstore.store.documents import BuildLogDoc, read_build_log_doc
 from clawstore.values.costs import CostSum
 
 TOLD_BY = "told_by"  # a killed build's log: the build that named it after it was killed, and ended
@@ -65,20 +65,36 @@ def killed_builds(store: Store, campaign_id: str) -> list[KilledBuild]:
     live = live_builds(store)
     found = []
     for journal in found_journals:
-        build_id = journal.stem
-        if build_id in live:
+        if journal.stem in live:
             continue
-        path = journal.with_suffix(".json")
-        try:
-            data = json.loads(path.read_bytes())
-            doc = read_build_log_doc(data, str(path))
-        except (OSError, ValueError, StoreError):
+        logged = _logged(journal)
+        if logged is None:
             continue
+        build, doc, data = logged
         if doc.state != "running" or doc.campaign_id != campaign_id or data.get(TOLD_BY):
             continue
-        found.append(KilledBuild(build_id, int(doc.counts.get("executed") or 0) + int(doc.counts.get("failed") or 0),
-                                 CostSum.of_build(doc.metrics)))
+        found.append(build)
     return found
+
+
+def as_logged(journal: Path) -> KilledBuild | None:
+    """What a build's summary says of it, were it killed now: the counts and cost of its log's document beside
+    `journal` as last written (None: no readable document yet). The document is rewritten after each journal append,
+    so the journal may hold a write's nodes more than it counts (a build killed between the two: `nodes` 0 beside a
+    journal line); what it counts is durable (spend/killed.py counts nothing else)."""
+    logged = _logged(journal)
+    return None if logged is None else logged[0]
+
+
+def _logged(journal: Path) -> tuple[KilledBuild, BuildLogDoc, dict[str, Any]] | None:
+    path = journal.with_suffix(".json")
+    try:
+        data = json.loads(path.read_bytes())
+        doc = read_build_log_doc(data, str(path))
+    except (OSError, ValueError, StoreError):
+        return None
+    executed = int(doc.counts.get("executed") or 0) + int(doc.counts.get("failed") or 0)
+    return KilledBuild(journal.stem, executed, CostSum.of_build(doc.metrics)), doc, data
 
 
 def tell(store: Store, killed: list[KilledBuild], by: str) -> None:

@@ -11,9 +11,11 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from clawstore.spend.killed import KilledBuild, as_logged
 from clawstore.testing.standin import StandIn, text
 from tests.hostile.attack import CLAW
 from tests.support.claw import env  # noqa: F401 - fixture
@@ -23,26 +25,45 @@ from tests.support.workspace import Workspace, many_cases
 CAMPAIGN = ("--suite", "main", "--run-profile", "rp")
 
 
-def _built_then_killed(tmp_path: Path, standin: StandIn, reply: dict[str, Any], after_s: float) -> tuple[Workspace,
-                                                                                                        str]:
-    """A campaign built (its head there), then rebuilt with --force and SIGKILLed `after_s` after its first request;
-    the killed build's id."""
+Ready = Callable[[list[dict[str, Any]], KilledBuild | None], bool]  # (requests sent, the log's summary) -> kill now?
+
+
+def _built_then_killed(tmp_path: Path, standin: StandIn, reply: dict[str, Any], ready: Ready) -> tuple[Workspace, str]:
+    """A campaign built (its head there), then rebuilt with --force and SIGKILLed once `ready` holds of the requests
+    it sent and of what its log's summary counts (spend/killed.py as_logged: what `killed_builds` says of it
+    then). Not after a fixed time: 2.5 s after its first request found nothing counted yet at load 11-14, and a line in
+    its journal is not yet counted (the document counting it is written after it); the killed build's id."""
     ws: Workspace = many_cases(tmp_path / "ws", 12, concurrency=2)
     assert run_here(ws.root, "build", *CAMPAIGN).code == 0
     standin.set_default(reply)
     sent = len(standin.requests)
+    builds = Path(os.environ["CLAW_STORE"]) / "builds"
     build = subprocess.Popen([CLAW, "build", *CAMPAIGN, "--force"], cwd=ws.root, env=dict(os.environ),
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 60
-        while len(standin.requests) == sent and time.monotonic() < deadline:
+        deadline = time.monotonic() + 120
+        while build.poll() is None and time.monotonic() < deadline:
+            journals = list(builds.glob("*.jsonl"))  # (the running build's: a finished one sealed its own)
+            if ready(standin.requests[sent:], as_logged(journals[0]) if journals else None):
+                break
             time.sleep(0.02)
-        time.sleep(after_s)
+        else:
+            raise AssertionError(f"never ready to be killed (exit {build.poll()}): {standin.requests[sent:]}")
     finally:
         build.send_signal(signal.SIGKILL)
         build.wait()
-    [journal] = [p for p in Path(os.environ["CLAW_STORE"]).rglob("*.jsonl") if p.parent.name == "builds"]
+    [journal] = list(builds.glob("*.jsonl"))
     return ws, journal.stem
+
+
+def _spent(requests: list[dict[str, Any]], logged: KilledBuild | None) -> bool:
+    """Its log counts a node executed and what it cost (what the first test asserts of `killed_builds`)."""
+    return logged is not None and logged.executed >= 1 and (logged.known_usd or 0) > 0
+
+
+def _first_requests_in_flight(requests: list[dict[str, Any]], logged: KilledBuild | None) -> bool:
+    """Its log written (before its first request) and its first two requests (its concurrency) sent, unanswered."""
+    return logged is not None and len(requests) >= 2 and not any("answered_at" in r for r in requests)
 
 
 def _killed_json(ws: Workspace, *command: str) -> list[dict[str, Any]]:
@@ -55,7 +76,7 @@ def _killed_json(ws: Workspace, *command: str) -> list[dict[str, Any]]:
 
 def test_a_killed_build_that_spent_money_is_in_the_json_of_report_status_and_build(
         tmp_path: Path, standin: StandIn, env: dict[str, str]) -> None:  # noqa: F811
-    ws, killed_id = _built_then_killed(tmp_path, standin, text("four", latency=0.3), after_s=2.5)
+    ws, killed_id = _built_then_killed(tmp_path, standin, text("four", latency=0.3), _spent)
     for command in (("report", "--no-chart"), ("status",)):
         [killed] = _killed_json(ws, *command)
         assert killed["build_id"] == killed_id and killed["nodes"] >= 1, (command, killed)
@@ -72,7 +93,7 @@ def test_a_killed_build_of_which_nothing_is_known_is_null_in_the_json_never_0(
         tmp_path: Path, standin: StandIn, env: dict[str, str]) -> None:  # noqa: F811
     """Killed with its first requests in flight: nothing known of what it paid, `known_cost_usd` null (the text says
     'an unknown amount')."""
-    ws, killed_id = _built_then_killed(tmp_path, standin, text("four", latency=30), after_s=0.3)
+    ws, killed_id = _built_then_killed(tmp_path, standin, text("four", latency=30), _first_requests_in_flight)
     for command in (("report", "--no-chart"), ("status",)):
         [killed] = _killed_json(ws, *command)
         assert killed == {"build_id": killed_id, "nodes": 0, "cost_usd": None, "known_cost_usd": None,
@@ -84,7 +105,7 @@ def test_build_dry_run_names_a_killed_build_in_its_text_and_json_and_tells_nobod
     """`claw build --dry-run` says what a build would do: that money went to a build that never finished too, as
     `status`, `report` and a real build say it (text: the note on stderr; JSON: `killed_builds`). Before session 74 it
     said nothing of it. It tells no build of it (a dry run is no build that ended): `status` still names it."""
-    ws, killed_id = _built_then_killed(tmp_path, standin, text("four", latency=0.3), after_s=2.5)
+    ws, killed_id = _built_then_killed(tmp_path, standin, text("four", latency=0.3), _spent)
     text_run = run_here(ws.root, "build", "--dry-run", *CAMPAIGN)
     assert text_run.code == 0 and "Traceback" not in text_run.stderr, text_run
     assert f"build {killed_id} of this campaign was killed before it finished" in text_run.stderr, text_run
