@@ -111,7 +111,7 @@ def batch_layer(how: BatchKind, session: BuildSession, nodes: list[Node], to_sub
     handled: set[int] = set()
     failed: dict[str, int] = {}  # node key (hex) -> how often its line failed or expired in this build
     batcher = Batcher(store, session.claims, kind=how.kind, campaign_id=session.campaign_id,
-                      build_id=session.build_id)
+                      build_id=session.build_id, refusals=session.refusals)
 
     def recorded(node: Node, outcome: tuple[str, dict[str, Any]] | Adopted) -> None:
         adopted = isinstance(outcome, Adopted)
