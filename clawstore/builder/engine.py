@@ -318,9 +318,10 @@ def _stop_if(noted: list[int]) -> None:
 
 
 def _endpoint_of(node: Node, eval_layer: EvalLayer | None) -> Endpoint | None:
-    """Where a run or judgement sends its requests through the build's client (None: an OpenClaw agent's own)."""
+    """Where a run or judgement sends its requests: through the build's client, or an OpenClaw agent's own, to its
+    model's endpoint (a 402 from either stops both: builder/refused.py)."""
     if node.kind == "run":
-        return node.endpoint if node.item.runner_type == "llm_probe" else None
+        return node.endpoint
     if node.kind == "judge" and eval_layer is not None:
         return eval_layer.judge_endpoint(node)
     return None
