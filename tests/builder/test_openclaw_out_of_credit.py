@@ -1,6 +1,6 @@
 """An OpenClaw agent out of credit: the agent calls its provider itself, around claw's client, so before session 76 its
-402 was only a failed run (or, OpenClaw ending the turn with its billing notice and exit 0, a `success`), and the build
-went on starting agents that each met the same 402. claw reads the agent's transcript (runners/openclaw/transcript.py):
+402 was only a failed run (or, a turn ended with a billing notice and exit 0, a `success`), and the build went on
+starting agents that each met the same 402. claw reads the agent's transcript (runners/openclaw/transcript.py):
 its model's last request refused with HTTP 402 makes the run `openclaw_out_of_credit` (a fault, retried), and no run or
 judgement starts against that endpoint for the rest of the build, which names it and what was not sent, as a chat
 request's 402 does (tests/builder/test_out_of_credit.py). The fake container's agent really asks the stand-in."""
@@ -18,7 +18,8 @@ from tests.openclaw.conftest import FakeDocker, payload
 from tests.support.claw import Claw
 from tests.support.workspace import Workspace
 
-# How OpenClaw ends a turn whose model refused for billing (no fallback model): its notice as the reply, exit 0.
+# How a turn whose model refused may end: 2026.9.6 exits 1 (tests/openclaw/test_real_engine.py); a release ending it
+# with a billing notice as its reply and exit 0 (not seen; OpenClaw has such a notice) must not make it a success.
 BILLING_NOTICE = {**payload("⚠️ API provider returned a billing error — your API key has run out of credits."),
                   "meta": {**payload("")["meta"], "stopReason": "error"}}
 TURNS = {"exit_0_notice": {"payload": BILLING_NOTICE, "rc": 0},
