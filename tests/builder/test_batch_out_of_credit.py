@@ -16,6 +16,7 @@ import pytest
 from clawstore.builder import batch_doc
 from clawstore.store import Store
 from clawstore.testing.standin import StandIn, text
+from tests.builder.test_out_of_credit import OUT_OF_CREDIT
 from tests.support.claw import Claw
 from tests.support.judging import JUDGE, build, eval_profile, judge_reply, judge_requests
 from tests.support.workspace import Workspace
@@ -78,3 +79,18 @@ def test_judgements_refused_by_batch_are_not_sent_one_by_one(ws: Workspace, claw
     code, report = build(claw, "--batch", "--wait")
     assert code == 0 and {r["score"] for r in report["rows"]} == {7.0}, (report["failures"], report["stopped"])
     assert standin.batch_stats()["lines"] == 12 and judge_requests(standin) == 0
+
+
+def test_batch_lines_answered_402_stop_the_direct_requests_to_their_endpoint(
+        ws: Workspace, claw: Claw, standin: StandIn, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The batches made, their lines answered HTTP 402 inside the output (the provider out of credit as it ran them):
+    the 4 runs they stood for fail with it, and the 2 runs that go one by one are not sent (before: sent, 2 402s)."""
+    monkeypatch.setenv("CLAW_BATCH_POLL_S", "0.1")
+    _tool_case(ws)
+    standin.script("*", OUT_OF_CREDIT)
+    code, out, err = claw.build("--batch", "--wait", "--output", "json")
+    assert code == 1, out + err
+    assert standin.batch_stats()["lines"] == 4 and standin.requests == [], [r["model"] for r in standin.requests]
+    report = json.loads(out)
+    assert len([f for f in report["failures"] if "402" in f["reason"]]) == 4, report["failures"]
+    assert standin.base_url in (report["stopped"] or "") and "not sent 2 runs" in report["stopped"], report
