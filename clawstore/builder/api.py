@@ -259,7 +259,8 @@ def _build_windowed(request: CampaignRequest, store: Store, options: BuildOption
 
     runners: dict[str, RunExecutor] = {
         "llm_probe": LlmProbeRuns(store, client, keep_artifacts=eval_layer is not None),
-        "openclaw": OpenClawRuns(planner.openclaw.specs, store, client if options.executor == "ray" else None)}
+        "openclaw": OpenClawRuns(planner.openclaw.specs, store, client if options.executor == "ray" else None,
+                                 client.refusals)}
 
     def run_work(node: Node, build_id: str) -> Stored:
         return runners[node.item.runner_type].execute(node, build_id)

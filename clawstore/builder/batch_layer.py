@@ -30,6 +30,7 @@ from clawstore.store.core.ids import oid_hex
 if TYPE_CHECKING:
     from clawstore.builder.batch_doc import BatchDoc
     from clawstore.builder.clients import ChatClient
+    from clawstore.builder.refused import Refusals
     from clawstore.builder.session import Budget, BuildSession
     from clawstore.providers.client import ChatResult
     from clawstore.store.store import Store
@@ -49,12 +50,16 @@ class BatchKind:
 
 class FirstAnswer:
     """A provider client whose first chat is the batch line's answer (its cost priced by `pricing` and
-    its batch factor when the provider reported none), and whose later ones go to `fallback`."""
+    its batch factor when the provider reported none), and whose later ones go to `fallback`. A line
+    refused with a final 402 refuses its endpoint for the rest of the build (`refusals`), as a chat
+    request's does."""
 
-    def __init__(self, answer: LineAnswer, fallback: ChatClient | None, pricing: Any, doc: BatchDoc):
+    def __init__(self, answer: LineAnswer, fallback: ChatClient | None, pricing: Any, doc: BatchDoc,
+                 refusals: Refusals | None = None):
         self._answer: LineAnswer | None = answer
         self._fallback = fallback
         self._pricing = pricing
+        self._refusals = refusals
         self.summary = {"name": doc.name, "batch_id": doc.batch_id, "cost_source": "reported"}
 
     def chat(self, endpoint: Endpoint, body: dict[str, Any], timeout: float | None = None,
@@ -64,6 +69,8 @@ class FirstAnswer:
             assert self._fallback is not None, "a client to ask again"
             return self._fallback.chat(endpoint, body, timeout=timeout, retries=retries)
         if line.error is not None:
+            if self._refusals is not None:
+                self._refusals.note(endpoint, line.error)  # (only a final 402 refuses it)
             raise line.error
         assert line.result is not None
         usage = as_reported(line.result.usage, line.result.raw_usage)  # counts no tokens: unknown, not 0 priced
@@ -111,7 +118,7 @@ def batch_layer(how: BatchKind, session: BuildSession, nodes: list[Node], to_sub
     handled: set[int] = set()
     failed: dict[str, int] = {}  # node key (hex) -> how often its line failed or expired in this build
     batcher = Batcher(store, session.claims, kind=how.kind, campaign_id=session.campaign_id,
-                      build_id=session.build_id)
+                      build_id=session.build_id, refusals=session.refusals)
 
     def recorded(node: Node, outcome: tuple[str, dict[str, Any]] | Adopted) -> None:
         adopted = isinstance(outcome, Adopted)

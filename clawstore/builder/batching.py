@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from clawstore.builder import batch_doc
 from clawstore.builder.batch_doc import BatchDoc
 from clawstore.builder.claimed import Adopted, claimed, stored_meanwhile
+from clawstore.builder.refused import Refusals, is_final_402
 from clawstore.builder.scheduler import Later
 from clawstore.graph.plan import Node
 from clawstore.providers.batch_api import TERMINAL, BatchApi, LineAnswer, read_lines, request_line, split_files
@@ -85,8 +86,9 @@ class Batcher:
     """Batches of one kind of node (`judge`, `run`) for one campaign, on one store."""
 
     def __init__(self, store: Store, board: ClaimBoard | None, *, kind: str, campaign_id: str, build_id: str,
-                 api: Callable[[Endpoint], BatchApi] = BatchApi):
+                 api: Callable[[Endpoint], BatchApi] = BatchApi, refusals: Refusals | None = None):
         self.store = store
+        self.refusals = refusals  # endpoints out of credit: no batch is submitted to them (builder/refused.py)
         self.board = board
         self.kind = kind
         self.campaign_id = campaign_id
@@ -194,7 +196,8 @@ class Batcher:
     def submit(self, items: list[Batchable], result: Pass) -> set[str]:
         """Send every item no batch covers yet (and no other build is executing), grouped per
         endpoint and model, in files within the provider's limits. Returns the node keys another
-        build holds the claim of (it is submitting or executing them: look again shortly)."""
+        build holds the claim of (it is submitting or executing them: look again shortly). Nothing
+        goes to an endpoint out of credit: its items are left to the caller, whose stop skips them."""
         covered = batch_doc.covered_keys(batch_doc.pending(self.store))
         busy: set[str] = set()
         taken = []
@@ -219,7 +222,14 @@ class Batcher:
                               []).append(item)
         try:
             for (base_url, key_env, model), group in groups.items():
-                self._submit_group(base_url, key_env, model, group, result)
+                if self.refusals is not None and self.refusals.refuses(group[0].endpoint):
+                    continue  # (a 402 answered a request or a batch of this build there: nothing more goes there)
+                try:
+                    self._submit_group(base_url, key_env, model, group, result)
+                except ProviderError as exc:
+                    if self.refusals is None or not is_final_402(exc):
+                        raise
+                    self.refusals.note(group[0].endpoint, exc)
         finally:
             for item in chosen:
                 self._release(item.node)
@@ -243,7 +253,12 @@ class Batcher:
                            submitted_at=submitted_at,
                            estimate_usd=None if None in part_estimates else sum(e or 0.0 for e in part_estimates))
             batch_doc.write_new(self.store, doc)  # recorded before the provider is asked to make it
-            created = api.create(doc.input_file_id, {"claw_batch": doc.name})
+            try:
+                created = api.create(doc.input_file_id, {"claw_batch": doc.name})
+            except ProviderError as exc:
+                if is_final_402(exc):  # refused, so not made: the document stands for nothing (its ref goes)
+                    batch_doc.mark(self.store, doc.name, status="failed", released=set(doc.keys))
+                raise
             marked = batch_doc.mark(self.store, doc.name, batch_id=str(created["id"]),
                                     status=str(created.get("status")), expires_at=_number(created.get("expires_at")))
             result.submitted.append(marked or doc)

@@ -169,7 +169,8 @@ def run_build(campaign: Campaign, store: Store, options: BuildOptions, *, window
         trouble=StoreTrouble(str(store.root), on_full=store.release_reserve, say=options.say),
         # one for every layer: a judge may share a lane
         lanes=Lanes(concurrency, on_wait=progress.rate_limited, adaptive=not options.fixed_concurrency,
-                    on_limit=progress.in_flight))
+                    on_limit=progress.in_flight),
+        refusals=refusals)
     planned = Planned(campaign, [(jr.judge_run_id, rep) for jr, rep in eval_layer.judge_plan] if eval_layer else [])
     windowed = _Windowed(session, report, planned, stop, lambda n: run_work(n, log.build_id), eval_layer, run_batches)
     restore = sigterm_interrupts()  # (the claw program does so for every command; this is for a library caller)
@@ -317,9 +318,10 @@ def _stop_if(noted: list[int]) -> None:
 
 
 def _endpoint_of(node: Node, eval_layer: EvalLayer | None) -> Endpoint | None:
-    """Where a run or judgement sends its requests through the build's client (None: an OpenClaw agent's own)."""
+    """Where a run or judgement sends its requests: through the build's client, or an OpenClaw agent's own, to its
+    model's endpoint (a 402 from either stops both: builder/refused.py)."""
     if node.kind == "run":
-        return node.endpoint if node.item.runner_type == "llm_probe" else None
+        return node.endpoint
     if node.kind == "judge" and eval_layer is not None:
         return eval_layer.judge_endpoint(node)
     return None

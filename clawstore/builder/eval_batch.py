@@ -21,6 +21,7 @@ from clawstore.values.costs import declared_prices
 if TYPE_CHECKING:
     from clawstore.builder.batch_doc import BatchDoc
     from clawstore.builder.clients import ChatClient
+    from clawstore.builder.refused import Refusals
     from clawstore.builder.session import BuildSession
     from clawstore.builder.unstored import Stored
     from clawstore.config.models import JudgeConfig
@@ -52,16 +53,18 @@ def batch_judges(layer: EvalLayer, session: BuildSession, judges: list[Node], to
         judge = node.judge
         return layer._endpoint(judge), layer.judge_request(node), declared_prices(judge.model_extra or {})
 
-    how = BatchKind("judge", "judges (batch)", request, lambda n, a, d: record_line(layer, n, a, d))
+    how = BatchKind("judge", "judges (batch)", request, lambda n, a, d: record_line(layer, n, a, d, session.refusals))
     return batch_layer(how, session, judges, to_submit)
 
 
-def record_line(layer: EvalLayer, node: Node, answer: LineAnswer, doc: BatchDoc) -> tuple[str, dict[str, Any]]:
-    """Record one batch line as the judgement of `node` (the caller holds the node's claim)."""
+def record_line(layer: EvalLayer, node: Node, answer: LineAnswer, doc: BatchDoc,
+                refusals: Refusals | None = None) -> tuple[str, dict[str, Any]]:
+    """Record one batch line as the judgement of `node` (the caller holds the node's claim; `refusals`: the build's
+    endpoints out of credit, which a line refused with a final 402 adds its endpoint to)."""
     began = time.monotonic()
     judge = node.judge
     endpoint, timeout, retries = layer._judge_transport(judge)
-    client = FirstAnswer(answer, layer.client, declared_prices(judge.model_extra or {}), doc)
+    client = FirstAnswer(answer, layer.client, declared_prices(judge.model_extra or {}), doc, refusals)
 
     def chat(request: dict[str, Any]) -> ChatResult:
         return client.chat(endpoint, request, timeout=timeout, retries=retries)

@@ -1,5 +1,7 @@
 """Endpoints that refused this build for good: a final 402 (out of credit: no `Retry-After`) says the provider will not
-serve this key, so no further request goes to that endpoint in this build, runs or judgements alike. Details:
+serve this key, so no further request goes to that endpoint in this build, runs or judgements alike. The 402 may answer
+a chat request of the build's client, a provider batch's upload or creation (builder/batching.py), or an OpenClaw
+agent's own request (read in its transcript: runners/openclaw/runner.py `openclaw_out_of_credit`). Details:
 docs/building.md (Outcomes and faults)."""
 
 from __future__ import annotations
@@ -53,8 +55,13 @@ class Refusals:
             assert isinstance(error, ProviderError)
             # (the provider's words: "HTTP 402 from <url>: <words>", or "provider error from <url>: <words>")
             said = error.message.split(": ", 1)[1] if " from " in error.message.split(": ", 1)[0] else error.message
-            with self._lock:
-                self._said.setdefault(_key(endpoint), said[:200])
+            self.refuse(endpoint, said)
+
+    def refuse(self, endpoint: Endpoint, said: str) -> None:
+        """`endpoint` answered a final 402 saying `said` where claw's client did not send (an OpenClaw agent's own
+        request, read in its transcript): refused from now on, as for a request of the client's."""
+        with self._lock:
+            self._said.setdefault(_key(endpoint), said[:200])
 
     def check(self, endpoint: Endpoint) -> None:
         """Raise, before anything is sent, for an endpoint that refused this build (nothing spent: 0, known)."""

@@ -61,7 +61,7 @@ def batch_runs(session: BuildSession, stale: list[Node], client: ChatClient) -> 
     nodes = [n for n in stale if single_request(n)]
 
     def record(node: Node, answer: LineAnswer, doc: BatchDoc) -> tuple[str, dict[str, Any]]:
-        first = FirstAnswer(answer, client, declared_prices(node.item.model.model_extra or {}), doc)
+        first = FirstAnswer(answer, client, declared_prices(node.item.model.model_extra or {}), doc, session.refusals)
         node.batch_summary = first.summary  # (the record names the batch and its cost's source)
         return execute_llm_probe(node, llm_probe_spec(node), session.store, first, doc.build_id)
 

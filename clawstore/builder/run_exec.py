@@ -21,6 +21,7 @@ from clawstore.values.counts import counted
 
 if TYPE_CHECKING:
     from clawstore.builder.clients import ChatClient, OpenClawCluster
+    from clawstore.builder.refused import Refusals
     from clawstore.config.messages import ResolvedMessage
     from clawstore.runners.llm_probe import LlmProbeSpec
     from clawstore.runners.openclaw import OpenClawSpec
@@ -157,9 +158,12 @@ def execute_llm_probe(node: Node, spec: LlmProbeSpec, store: Store, client: Chat
 
 
 def execute_openclaw(node: Node, spec: OpenClawSpec, store: Store, build_id: str,
-                     cluster: OpenClawCluster | None = None) -> tuple[str, dict[str, Any]]:
-    """Run one OpenClaw case here, or on a Ray cluster (`cluster`: builder/ray_client.py), then record it."""
+                     cluster: OpenClawCluster | None = None, refusals: Refusals | None = None
+                     ) -> tuple[str, dict[str, Any]]:
+    """Run one OpenClaw case here, or on a Ray cluster (`cluster`: builder/ray_client.py), then record it. An agent
+    whose provider refused it with a final 402 refuses the node's endpoint for the rest of the build (`refusals`)."""
     from clawstore.runners.openclaw import run_openclaw
+    from clawstore.runners.openclaw.runner import OUT_OF_CREDIT
 
     started_at = utc_now()
     began = time.monotonic()
@@ -170,6 +174,9 @@ def execute_openclaw(node: Node, spec: OpenClawSpec, store: Store, build_id: str
         with scratch_dir("claw-run-") as tmp:
             outcome = run_openclaw(spec, store, Path(tmp), build_id=build_id)
     latency = time.monotonic() - began
+    error = outcome.artifact.get("error") or {}
+    if refusals is not None and node.endpoint is not None and error.get("code") == OUT_OF_CREDIT:
+        refusals.refuse(node.endpoint, str((error.get("metadata") or {}).get("provider_message") or "HTTP 402"))
 
     def write() -> tuple[str, dict[str, Any]]:
         with store.batch():
@@ -216,11 +223,12 @@ class OpenClawRuns:
     """openclaw runs, by the spec planning made of each (model id, case id), here or on a Ray cluster."""
 
     def __init__(self, specs: dict[tuple[str, str], OpenClawSpec], store: Store,
-                 cluster: OpenClawCluster | None) -> None:
+                 cluster: OpenClawCluster | None, refusals: Refusals | None = None) -> None:
         self.specs = specs
         self.store = store
         self.cluster = cluster
+        self.refusals = refusals  # the build's endpoints out of credit: an agent's 402 adds its own
 
     def execute(self, node: Node, build_id: str) -> Stored:
         spec = self.specs[(node.address["model_id"], node.address["case_id"])]
-        return execute_openclaw(node, spec, self.store, build_id, self.cluster)
+        return execute_openclaw(node, spec, self.store, build_id, self.cluster, self.refusals)

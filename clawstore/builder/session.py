@@ -12,6 +12,7 @@ from clawstore.values.costs import CostSum
 if TYPE_CHECKING:
     from clawstore.builder.buildlog import BuildLog
     from clawstore.builder.lanes import Lanes
+    from clawstore.builder.refused import Refusals
     from clawstore.builder.unstored import StoreTrouble
     from clawstore.store.claims import ClaimBoard
     from clawstore.store.store import Store
@@ -93,6 +94,7 @@ class BuildSession:
     budget: Budget | None = None
     trouble: StoreTrouble | None = None
     lanes: Lanes | None = None
+    refusals: Refusals | None = None  # endpoints out of credit (builder/refused.py): a provider batch is not sent there
 
     @property
     def build_id(self) -> str:

@@ -16,7 +16,16 @@ from typing import Any
 
 import httpx
 
-from clawstore.providers.client import ChatResult, _Failure, _interpret, _Reply, _scrub, is_retryable_status
+from clawstore.providers.client import (
+    ChatResult,
+    _error_fields,
+    _Failure,
+    _interpret,
+    _Reply,
+    _scrub,
+    is_retryable_status,
+    reply_wait,
+)
 from clawstore.providers.endpoint import Endpoint
 from clawstore.providers.errors import ProviderError
 from clawstore.values.urls import shown_url
@@ -181,17 +190,29 @@ class BatchApi:
                 failure = ProviderError("transport_error", f"{method} {shown_url(url)}: {_scrub(str(exc), api_key)}",
                                         retryable=True)
             else:
-                if 200 <= response.status_code < 300:
+                status = response.status_code
+                if 200 <= status < 300:
                     return response
+                # A 402 that says when to come back is a wait, as for a chat request (providers/client.py); without,
+                # it is final: out of credit (builder/refused.py stops the build's requests to this endpoint).
+                wait = reply_wait(response.headers) if status == 402 else None
                 # (scrubbed whole, then cut: a key the cut crossed was no longer whole in the excerpt, its head kept)
-                failure = ProviderError("http_error", f"HTTP {response.status_code} from {method} {shown_url(url)}: "
-                                        f"{_scrub(response.text, api_key)[:200]}",
-                                        retryable=is_retryable_status(response.status_code),
-                                        status_code=response.status_code)
+                failure = ProviderError("http_error", f"HTTP {status} from {method} {shown_url(url)}: "
+                                        f"{_said(_scrub(response.text, api_key))[:200]}",
+                                        retryable=is_retryable_status(status) or wait is not None, status_code=status)
             if not failure.retryable or attempt == CONTROL_ATTEMPTS - 1:
                 raise failure
             time.sleep(self.backoff_s * 2 ** attempt)
         raise AssertionError("unreachable")
+
+
+def _said(text: str) -> str:
+    """The error's message in a refusal's JSON body (`{"error": {"message": ...}}`), else the body."""
+    try:
+        message = _error_fields(json.loads(text))[0]
+    except ValueError:
+        message = None
+    return message if isinstance(message, str) and message else text
 
 
 def _field(reply: dict[str, Any], name: str, path: str) -> Any:

@@ -16,6 +16,7 @@ EXPIRY_WINDOW_S = 24 * 3600
 
 Picker = Callable[[str, Any], dict[str, Any]]  # (model, messages) -> the stand-in's reply for them
 Completer = Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]  # (reply, body) -> chat.completion
+Answer = tuple[int, dict[str, Any]] | tuple[int, dict[str, Any], dict[str, str]]  # (status, body[, headers])
 
 
 def last_prompt(messages: Any) -> str:
@@ -52,9 +53,13 @@ class BatchService:
         self.lock = threading.Lock()
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict[str, Any]] = {}
-        self.settings: dict[str, Any] = {"delay": 0.0, "expire_next": 0, "expire_keep": 0, "fail_match": None}
+        # `refuse_after`: uploads and batch creations answer `refusal` (an HTTP status, 402: out of credit) once this
+        # many of them were served (None: never; 0: the first upload, 1: its batch's creation, 2: the next upload),
+        # with a `Retry-After: refusal_retry_after` header when that is set
+        self.settings: dict[str, Any] = {"delay": 0.0, "expire_next": 0, "expire_keep": 0, "fail_match": None,
+                                         "refuse_after": None, "refusal": 402, "refusal_retry_after": None}
         self.received: dict[str, Any] = {"files": 0, "batches": 0, "lines": 0, "custom_ids": [],
-                                         "file_bytes": [], "file_lines": [], "cancelled": 0}
+                                         "file_bytes": [], "file_lines": [], "cancelled": 0, "refused": 0}
 
     def configure(self, body: dict[str, Any]) -> None:
         with self.lock:
@@ -66,16 +71,31 @@ class BatchService:
         with self.lock:
             self.files.clear()
             self.batches.clear()
-            self.settings.update(delay=0.0, expire_next=0, expire_keep=0, fail_match=None)
+            self.settings.update(delay=0.0, expire_next=0, expire_keep=0, fail_match=None, refuse_after=None,
+                                 refusal=402, refusal_retry_after=None)
             self.received = {"files": 0, "batches": 0, "lines": 0, "custom_ids": [], "file_bytes": [],
-                             "file_lines": [], "cancelled": 0}
+                             "file_lines": [], "cancelled": 0, "refused": 0}
 
     def stats(self) -> dict[str, Any]:
         with self.lock:
             return json.loads(json.dumps(self.received))
 
+    def _refused(self) -> Answer | None:
+        """The refusal `refuse_after` asks for now (counted), as OpenRouter words one out of credit; None: served."""
+        with self.lock:
+            after = self.settings["refuse_after"]
+            if after is None or self.received["files"] + self.received["batches"] < int(after):
+                return None
+            self.received["refused"] += 1
+            status, wait = int(self.settings["refusal"]), self.settings["refusal_retry_after"]
+        body = {"error": {"code": status, "message": "Insufficient credits (stand-in batch refusal)"}}
+        return (status, body) if wait is None else (status, body, {"Retry-After": str(wait)})
+
     # ---- the API ------------------------------------------------------------------------------
-    def upload(self, content_type: str, raw: bytes) -> tuple[int, dict[str, Any]]:
+    def upload(self, content_type: str, raw: bytes) -> Answer:
+        refused = self._refused()
+        if refused is not None:
+            return refused
         fields, data = multipart_file(content_type, raw)
         if data is None or fields.get("purpose") != "batch":
             return 400, {"error": {"message": "expected a multipart upload with purpose=batch and a file"}}
@@ -89,7 +109,10 @@ class BatchService:
         return 200, {"id": file_id, "object": "file", "bytes": len(data), "created_at": int(time.time()),
                      "filename": "batch.jsonl", "purpose": "batch"}
 
-    def create(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    def create(self, body: dict[str, Any]) -> Answer:
+        refused = self._refused()
+        if refused is not None:
+            return refused
         file_id = body.get("input_file_id")
         with self.lock:
             data = self.files.get(str(file_id))

@@ -24,7 +24,8 @@ A container made writes `--cidfile` (as the engine does once it has made one); "
 "ask_provider": an agent looping on its model until it is stopped: a chat request to the provider openclaw.json names
 every that many seconds, each written to OpenClaw's session transcript as 2026.9.6 keeps it (a row of the agent's
 SQLite database, state/agents/<agent>/agent/openclaw-agent.sqlite): an assistant message with its `usage` as OpenClaw
-writes it, or one with `stopReason: "error"` when no answer came. With "asks", it stops after that many requests and
+writes it, or one with `stopReason: "error"` when no answer came (an HTTP refusal's `errorMessage` worded as pi-ai
+keeps the OpenAI SDK's: "<status> <the provider's message>"). With "asks", it stops after that many requests and
 the turn goes on as the rest of its spec says (a crash: "rc" with no "payload"; a "flood").
 """
 
@@ -140,10 +141,23 @@ def ask_provider_until_stopped(interval: float, root: Path, argv: list[str], env
             text = reply["choices"][0]["message"].get("content") or ""
             message = {"role": "assistant", "content": [{"type": "text", "text": text}], "stopReason": "toolUse",
                        "usage": transcript_usage(reply.get("usage") or {}, provider["models"][0].get("cost") or {})}
+        except urllib.error.HTTPError as exc:  # worded as pi-ai keeps the OpenAI SDK's error: "<status> <message>"
+            message = {"role": "assistant", "content": [], "stopReason": "error",
+                       "errorMessage": f"{exc.code} {provider_words(exc.read())}"}
         except (urllib.error.URLError, OSError, ValueError) as exc:
             message = {"role": "assistant", "content": [], "stopReason": "error", "errorMessage": str(exc)}
         transcript.add({"type": "message", "message": message})
         time.sleep(interval)
+
+
+def provider_words(body: bytes) -> str:
+    """A refusal's `error.message`, as the OpenAI SDK reads it, else the status's words."""
+    try:
+        error = json.loads(body).get("error")
+    except (ValueError, AttributeError):
+        error = None
+    message = error.get("message") if isinstance(error, dict) else None
+    return message if isinstance(message, str) else "status code (no body)"
 
 
 def transcript_usage(usage: dict, prices: dict) -> dict:

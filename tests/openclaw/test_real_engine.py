@@ -213,3 +213,19 @@ def test_an_exit_125_is_the_engines_refusal_only_when_it_made_no_container(docke
     assert (refused.returncode, refused.started) == (125, False), refused
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]  # (no cidfile directory left behind)
     assert docker_engine.our_containers() == []
+
+
+def test_an_agent_refused_with_a_402_is_out_of_credit(real_spec, engine_env, store, tmp_path):
+    """The real OpenClaw's record of a provider out of credit (a 402 without Retry-After, OpenRouter's words): its
+    transcript's last request refused with "402 <the provider's message>", which claw reads (transcript.py): the run is
+    `openclaw_out_of_credit`, a fault, and the build stops the endpoint. (2026.9.6, session 76: one request, the turn
+    exits 1; 37 s with the engine's start and the image's load.)"""
+    words = "Insufficient credits. Add more using https://openrouter.ai/settings/credits"
+    with StandIn() as standin:
+        standin.script(MODEL, {"status": 402, "body": {"error": {"code": 402, "message": words}}})
+        outcome = run_openclaw(real_spec(standin.base_url, timeout_seconds=120), store, tmp_path)
+        asked = len(standin.requests)
+    error = outcome.artifact["error"]
+    assert outcome.status == "failed" and error["code"] == "openclaw_out_of_credit", (error, asked)
+    assert error["metadata"]["provider_message"] == words and error["provider_code"] == "402", error
+    assert asked >= 1 and error["metadata"]["turn_error"] == "openclaw_execution_failed", (asked, error)

@@ -191,3 +191,25 @@ def test_the_answered_rows_usage_is_summed_a_count_the_agent_could_have_forged_i
     found, why = database_answers(_database(root, *rows, packed=True), root)
     assert why is None and found.requests == 5 and found.last_answered
     assert found.tokens == {"input": 10, "output": 3, "cacheRead": 5, "cacheWrite": 1}
+
+
+def _refused(words: str) -> dict[str, object]:
+    return {"type": "message", "message": {"role": "assistant", "content": [], "stopReason": "error",
+                                           "errorMessage": words}}
+
+
+@pytest.mark.parametrize(("words", "said"), [
+    ("402 Insufficient credits. Add more using https://openrouter.ai/settings/credits",
+     "Insufficient credits. Add more using https://openrouter.ai/settings/credits"),
+    ("HTTP Error 402: Payment Required", "Payment Required"),
+    ("402 status code (no body)", "status code (no body)"),
+    ("503 provider down", None), ("429 Rate limit: retry in 402 ms", None), ("4020 tokens over", None)])
+def test_the_last_request_refused_with_a_402_is_out_of_credit(words: str, said: str | None) -> None:
+    """An agent out of credit: its model's last request refused with HTTP 402, as pi-ai keeps the OpenAI SDK's error
+    (`errorMessage: "402 <the provider's message>"`): the provider's words; any other refusal, or a 402 answered since
+    (its last request answered), is none."""
+    from clawstore.runners.openclaw.transcript import out_of_credit
+
+    lines = [json.dumps(e) for e in (USER, ANSWERED, _refused(words))]
+    assert out_of_credit(jsonl_answers("\n".join(lines))) == said
+    assert out_of_credit(jsonl_answers("\n".join([*lines, json.dumps(ANSWERED)]))) is None

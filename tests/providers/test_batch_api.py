@@ -128,3 +128,22 @@ def test_a_refusal_echoing_the_key_past_the_excerpts_end_leaves_no_part_of_it(mo
     shown = str(caught.value)
     assert caught.value.status_code == 401 and "Incorrect API key" in shown
     assert key[:12] not in shown, shown
+
+
+@pytest.mark.parametrize("retry_after", [None, "0"], ids=["final", "with_retry_after"])
+def test_a_402_is_final_without_retry_after_and_a_wait_with_one(retry_after: str | None) -> None:
+    """Out of credit (a 402 with no `Retry-After`) is final: asked once, and the build stops sending to the endpoint
+    (builder/refused.py). A 402 that says when to come back is a wait, as for a chat request: asked again. Before
+    session 76 every 402 to the Batch API was final, one with `Retry-After` too (a build would stop on a wait)."""
+    from clawstore.builder.refused import is_final_402
+    from clawstore.providers.batch_api import CONTROL_ATTEMPTS
+    from clawstore.providers.errors import ProviderError
+
+    with StandIn() as server, BatchApi(Endpoint(server.base_url, None), backoff_s=0.0) as api:
+        server.batch_settings(refuse_after=0, refusal_retry_after=retry_after)
+        with pytest.raises(ProviderError) as caught:
+            api.upload(request_line("a", {"model": "m", "messages": []}))
+        refused = server.batch_stats()["refused"]
+    assert is_final_402(caught.value) is (retry_after is None)
+    assert refused == (1 if retry_after is None else CONTROL_ATTEMPTS)
+    assert caught.value.message.endswith(": Insufficient credits (stand-in batch refusal)"), caught.value.message

@@ -44,7 +44,7 @@ from clawstore.runners.pricing import pricing
 from clawstore.store.core.ids import oid_of
 from clawstore.values.canonical import strict_json
 from clawstore.values.costs import PRICE_NAMES, PRICED, UNKNOWN
-from clawstore.values.urls import named_variable
+from clawstore.values.urls import named_variable, shown_url
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
@@ -56,6 +56,7 @@ DEADLINE_SLACK_S = 1.0  # a turn that fails this close to the deadline was cut o
 MAX_MESSAGE_ARG = 100_000  # bytes; longer prompts go through a file (one argv string is capped at 128 KiB)
 TURN_STEP = "turn"  # the invocations that run `openclaw agent`, the only ones that call the provider
 AGENT_TIMEOUT = "openclaw_agent_timeout"  # the agent worked to the timeout, its model answering: its outcome, kept
+OUT_OF_CREDIT = "openclaw_out_of_credit"  # the agent's model's last request refused with HTTP 402: a fault, retried
 
 
 @dataclass(frozen=True)
@@ -466,18 +467,47 @@ def run_openclaw(spec: OpenClawSpec, store: Store, workdir: Path, *, run_id: str
             status, error = "failed", too_big
         captured = run.capture(workspace_refused=too_big)
         timed_out = error is not None and _turn_timed_out(error)
-        if timed_out or run.left_no_result():
+        read = timed_out or run.left_no_result()
+        if read:
             # Its answered requests: what it spent at least, kept or not (crashed, killed, flooded: a fault all the
             # same, retried; only the keeping below is the timeout's).
             run.answers = run.model_answers()
         if error is not None and timed_out and too_big is None and run.answers.last_answered:
             error = _agent_timeout(error, spec.timeout_seconds)
+        refused = _out_of_credit(run, error, read)
+        if refused is not None:
+            status, error = "failed", refused
     finally:
         remove_tree(root)
     if error is not None:
         run.trace.runner("run_failed", error.message, {"code": error.code})
     clock.stop()
     return OpenClawOutcome(_artifact(run, spec, run_id, clock, status, error, captured), dict(run.outputs))
+
+
+def _out_of_credit(run: _Run, error: RunError | None, read: bool) -> RunError | None:
+    """The run's fault when its model's last request was refused with HTTP 402 (transcript.py `out_of_credit`), whatever
+    OpenClaw made of it (a failed turn, or its billing notice as the reply with exit 0: never the model's outcome); the
+    build stops starting runs against that endpoint (builder/refused.py). The transcript is read only for a run that
+    failed or whose turn ended in an error (`read`: it was read already)."""
+    if not run.turns_started() or (error is None and not any(_ended_in_error(p) for p in run.turn_payloads)):
+        return None
+    said = transcript.out_of_credit(run.answers if read else run.model_answers())
+    if said is None:
+        return None
+    return RunError(OUT_OF_CREDIT, f"the agent's provider {shown_url(run.spec.provider_base_url)} answered HTTP 402 "
+                    f"(out of credit): {said}", "provider_error", retryable=True, provider_code="402",
+                    metadata={**(error.metadata if error is not None else {}), "status_code": 402,
+                              "provider_message": said, "turn_error": error.code if error is not None else None})
+
+
+def _ended_in_error(payload: dict[str, Any] | None) -> bool:
+    """A turn's result saying its model's request failed (OpenClaw's `meta.stopReason`, or a reply marked an error)."""
+    if not payload:
+        return False
+    meta, replies = payload.get("meta"), payload.get("payloads")
+    return (isinstance(meta, dict) and meta.get("stopReason") == "error") or any(
+        isinstance(p, dict) and p.get("isError") is True for p in (replies if isinstance(replies, list) else []))
 
 
 def _turn_timed_out(error: RunError) -> bool:

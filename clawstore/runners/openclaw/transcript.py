@@ -20,6 +20,7 @@ compressed rows to MAX_TRANSCRIPT_TEXT_BYTES unpacked in all.
 
 from __future__ import annotations
 
+import re
 import shutil
 import sqlite3
 from collections.abc import Iterable, Iterator
@@ -48,6 +49,10 @@ _OPENCLAW_ITSELF = "openclaw"
 DATABASE_GLOB = "agents/*/agent/openclaw-agent.sqlite"
 _WAL = "-wal"
 USAGE_COUNTS = ("input", "output", "cacheRead", "cacheWrite")  # an answered message's `usage` counts (pi-ai's names)
+# A refused request's `errorMessage` saying HTTP 402: pi-ai keeps the OpenAI SDK's error, "402 <the provider's message>"
+# (and Python's urllib words one "HTTP Error 402: <reason>"); what follows is the provider's.
+_PAYMENT_REQUIRED = re.compile(r"(?:HTTP(?: Error)? )?402(?::|\s|$)\s*(.*)", re.DOTALL)
+REFUSAL_CHARS = 300  # of a refused request's errorMessage kept (the agent writes it: bounded)
 
 
 @dataclass
@@ -57,6 +62,7 @@ class Answers:
     run cut off by its timeout spent at least."""
 
     last_answered: bool = False
+    refused: str | None = None  # the last request's errorMessage when it was refused (None: answered, or none)
     requests: int = 0
     tokens: dict[str, int] = field(default_factory=lambda: dict.fromkeys(USAGE_COUNTS, 0))
 
@@ -71,6 +77,7 @@ class Answers:
 
     def __iadd__(self, other: Answers) -> Answers:
         self.last_answered = self.last_answered or other.last_answered
+        self.refused = None if self.last_answered else (other.refused or self.refused)
         self.requests += other.requests
         for name in USAGE_COUNTS:
             self.tokens[name] += other.tokens[name]
@@ -93,9 +100,20 @@ def answers(entries: Iterable[str]) -> Answers:
         if isinstance(message, dict) and message.get("role") == "assistant" and message.get("stopReason") != _CUT_OFF \
                 and message.get("provider") != _OPENCLAW_ITSELF:
             found.last_answered = message.get("stopReason") != _REFUSED
+            words = message.get("errorMessage")
+            found.refused = None if found.last_answered else (words if isinstance(words, str) else "")[:REFUSAL_CHARS]
             if found.last_answered:
                 found.add(message.get("usage"))
     return found
+
+
+def out_of_credit(found: Answers) -> str | None:
+    """The provider's words when the model's last request was refused with HTTP 402 (out of credit: no `Retry-After`
+    reaches the transcript, so a 402 there is taken as final), else None."""
+    if found.last_answered or found.refused is None:
+        return None
+    match = _PAYMENT_REQUIRED.match(found.refused.strip())
+    return None if match is None else " ".join(match.group(1).split()) or "HTTP 402"
 
 
 def jsonl_answers(text: str) -> Answers:
