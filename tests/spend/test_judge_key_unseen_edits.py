@@ -54,6 +54,9 @@ DIRTY = {
                            "instructions": "|+\n    Be strict.\n    Deduct for padding.\n\n"},
     "a blank line before": {"anchor": "Exactly one colour.", "good": "|-\n\n      One word,\n      a colour.",
                             "instructions": "|-\n\n    Be strict.\n    Deduct for padding."},
+    # (re-wrapped text YAML folds to the same string: the same key on main too)
+    "folded": {"anchor": ">-\n        Exactly\n        one colour.", "good": ">-\n      One word,\n\n      a colour.",
+               "instructions": ">-\n    Be strict.\n\n    Deduct for\n    padding."},
 }
 # What the judge is shown of the rubric, however it is written above.
 SHOWN = """\
