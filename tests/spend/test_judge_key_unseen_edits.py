@@ -7,6 +7,7 @@ clawstore at its commit then."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -145,6 +146,8 @@ def test_a_store_keyed_with_the_judges_type_and_the_rubric_as_written_keeps_its_
     assert built.returncode == 0, built.stdout + built.stderr
     assert judge_requests(standin) == 4
     sent = len(standin.requests)
+    planned = run_here(ws.root, "plan", *CAMPAIGN, "--output", "json")  # (the plan finds them as the build does)
+    assert planned.code == 0 and json.loads(planned.stdout)["requests"] == 0, planned
     _build(ws)
     assert len(standin.requests) == sent, standin.requests[sent:]
     collected = run_here(ws.root, "gc", "--grace", "0s")
