@@ -20,6 +20,7 @@ from clawstore.builder.unstored import Stored, store_answer
 from clawstore.graph.keys import (
     HOOK_FAULTS_S75,
     JUDGE_FIELDS_NOT_IN_KEY,
+    JUDGE_FIELDS_NOT_IN_KEY_75,
     checks_document,
     document_key,
     judge_document,
@@ -149,14 +150,19 @@ def hook_fault(checks: list[dict[str, Any]]) -> tuple[str, dict[str, str]] | Non
     return None
 
 
-def _earlier(document: Callable[..., dict[str, Any]], judge: dict[str, Any]) -> Earlier:
-    """A judgement's key, document and bytes as they were before session 75 (`document`: with the case's target then;
-    `judge`: the judge's part then), made when asked."""
+def _earlier(document: Callable[..., dict[str, Any]], parts: list[tuple[str, dict[str, Any]]]) -> Earlier:
+    """A judgement's keys, documents and bytes as they were in session 75 and before it, newest first (`parts`: the
+    case's target's id and the judge's part now, then in each of those), made when asked: each once, none the key
+    now."""
 
     def earlier() -> list[tuple[str, dict[str, Any], bytes]]:
-        made = document(judge=judge)
-        key, data = keyed_document(made)
-        return [(key, made, data)]
+        made: list[tuple[str, dict[str, Any], bytes]] = []
+        for i, (target, judge) in enumerate(parts[1:], 1):
+            if (target, judge) not in parts[:i]:  # (the same document as a newer one: the same key)
+                doc = document(target=target, judge=judge)
+                key, data = keyed_document(doc)
+                made.append((key, doc, data))
+        return made
 
     return earlier
 
@@ -238,7 +244,9 @@ class EvalLayer:
             messages = [m for m in item.messages if not (m.metadata and "attachment" in m.metadata)]
             given = JudgeTarget.from_case(case, messages=messages, turns=item.turns,
                                           attachments=[a.name for a in item.attachments])
-            target = given.shown()  # (a rubric the prompt shows nothing of is in no key since session 75)
+            # (a rubric the prompt shows nothing of is in no key since session 75, its unshown whitespace since 76)
+            target_75 = given.shown_before_76()
+            target = target_75.shown()
             target_doc = field_values(target)  # plain JSON values made for it: no deep copy (asdict's)
             target_id = document_key(target_doc)
             self._case_cache[case_id] = {
@@ -249,8 +257,10 @@ class EvalLayer:
                 "target": target,
                 "target_doc": target_doc,
                 "target_id": target_id,
-                # the target's id in its judgements' keys before session 75 (Node.legacy, Node.earlier); None: the same
-                "target_before": None if target is given else document_key(field_values(given)),
+                # the target's id in its judgements' keys in session 75 and before it (Node.legacy: before it, and
+                # Node.earlier)
+                "target_75": target_id if target is target_75 else document_key(field_values(target_75)),
+                "target_before": target_id if target is given else document_key(field_values(given)),
                 "subdocuments": {target_id: target_doc},  # what `explain` expands the target by
             }
         return self._case_cache[case_id]
@@ -299,11 +309,11 @@ class EvalLayer:
         """The judge's part of its judgements' documents."""
         return self._judge_parts(judge)[0]
 
-    def _judge_parts(self, judge: JudgeConfig) -> tuple[dict[str, Any], dict[str, Any] | None, dict[str, Any] | None]:
+    def _judge_parts(self, judge: JudgeConfig) -> tuple[dict[str, Any], dict[str, Any] | None, dict[str, Any],
+                                                          dict[str, Any]]:
         """The judge's part of its judgements' documents now; before session 58 (`cost` and the harness settings in
-        it: graph/plan.py Node.legacy), None when the judge declares no `cost`; in sessions 58 to 74 (the harness
-        settings in it: Node.earlier), None when the judge sets none of them (the same part as now). A store built
-        then keeps its judgements."""
+        it: graph/plan.py Node.legacy), None when the judge declares no `cost`; in session 75 (its `type` in it) and in
+        sessions 58 to 74 (the harness settings too: both Node.earlier). A store built then keeps its judgements."""
         if judge.judge_id not in self._judge_docs:
             from clawstore.evaluate import resolve_judge_model
 
@@ -315,9 +325,9 @@ class EvalLayer:
                       "endpoint": self._endpoint(judge).identity()}
             unpriced = {k: v for k, v in config.items() if k != "cost"}
             now = {k: v for k, v in unpriced.items() if k not in JUDGE_FIELDS_NOT_IN_KEY}
-            self._judge_docs[judge.judge_id] = (
-                {**before, "config": now}, before if "cost" in config else None,
-                {**before, "config": unpriced} if len(now) < len(unpriced) else None)
+            in_75 = {k: v for k, v in unpriced.items() if k not in JUDGE_FIELDS_NOT_IN_KEY_75}
+            self._judge_docs[judge.judge_id] = ({**before, "config": now}, before if "cost" in config else None,
+                                                {**before, "config": in_75}, {**before, "config": unpriced})
         return self._judge_docs[judge.judge_id]
 
     # ---- planning: each layer's nodes become known once the layer below has a record ----
@@ -345,22 +355,22 @@ class EvalLayer:
         checks_output = ev.checks.record["outputs"]["checks"]
         for judge_run, rep in self.judge_plan:
             judge = self.judges[judge_run.judge_id]
-            # The judge's part now, before session 58 (with its `cost`), in sessions 58 to 74; the target before
-            # session 75 (with a rubric the prompt does not show).
-            now, legacy, earlier = self._judge_parts(judge)
-            target_before = case["target_before"]
-            if earlier is None and target_before is not None:
-                earlier = now
+            # The judge's part now, before session 58 (with its `cost`), in session 75 (with its `type`), in sessions
+            # 58 to 74 (with its harness settings too); the case's target in 75 (its rubric's whitespace as written)
+            # and before (with a rubric the prompt does not show).
+            now, legacy, in_75, before_75 = self._judge_parts(judge)
             document = partial(
                 judge_document, ev.run.record, checks_output, anchors=self.anchors,
                 system_prompt_id=self.system_prompt_id, judge_run_id=judge_run.judge_run_id, repetition=rep,
                 prompt_format=self.prompt_format, redact_secrets=bool(self.policy.get("redact_secrets", True)),
                 attempts=int((judge.model_extra or {}).get("attempts") or 3))
-            before = partial(document, target=target_before or case["target_id"])
             address = {**ev.run.address, "judge_run_id": judge_run.judge_run_id, "judge_repetition": rep}
+            # (every judge had its `type` in its judgements' keys before session 76: each has earlier keys)
+            earlier = _earlier(document, [(case["target_id"], now), (case["target_75"], in_75),
+                                          (case["target_before"], before_75)])
             node = self._node("judge", address, document(target=case["target_id"], judge=now), ev.run,
-                              legacy=None if legacy is None else before(judge=legacy),
-                              earlier=None if earlier is None else _earlier(before, earlier))
+                              legacy=None if legacy is None else document(target=case["target_before"], judge=legacy),
+                              earlier=earlier)
             node.judge, node.judge_run, node.subdocuments = judge, judge_run, case["subdocuments"]
             node.made = ev.checks.made  # the checks' bytes for its request (shared, read only; None if reused)
             ev.judges.append(node)

@@ -6,6 +6,7 @@ the rendering changes, so stored judgements are recomputed rather than silently 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -63,9 +64,20 @@ class JudgeTarget:
         )
 
     def shown(self) -> JudgeTarget:
-        """The target as the judge's prompt shows it: without a rubric the prompt shows nothing of (a `scale` with
-        neither anchors, criteria nor scoring instructions, an empty one, blank instructions). What a judgement's key
-        covers (since session 75: before, such a rubric's edit asked the judge again for the same prompt)."""
+        """The target as the judge's prompt shows it, what the prompt is rendered from and a judgement's key covers:
+        without a rubric the prompt shows nothing of (`shown_before_76`), its texts without the whitespace the prompt
+        does not show (`_shown_rubric`: since session 76; before, a rubric's line endings, blanks ending a line or
+        blank lines around a text were in the key, and an edit of them asked the judge again for the same prompt)."""
+        target = self.shown_before_76()
+        if target.rubric is None:
+            return target
+        rubric = _shown_rubric(target.rubric)
+        return target if rubric == target.rubric else replace(target, rubric=rubric)
+
+    def shown_before_76(self) -> JudgeTarget:
+        """Without a rubric the prompt shows nothing of (a `scale` with neither anchors, criteria nor scoring
+        instructions, an empty one, blank instructions): what a judgement's key covered in session 75 (before, such a
+        rubric's edit asked the judge again for the same prompt)."""
         if self.rubric is None or _render_rubric(self.rubric):
             return self
         return replace(self, rubric=None)
@@ -95,8 +107,43 @@ def _indent(text: str, prefix: str = "   ") -> str:
     return "\n".join(prefix + line if line else "" for line in text.splitlines() or [""])
 
 
+_LINE_BREAK = re.compile(r"\r\n?|\n")
+
+
+def _cell_text(text: Any) -> str:
+    """A table cell's text as the prompt shows it: lines ended by LF (a CR, or CR LF, ends one too), none ending in
+    blanks, no blank line (nor blanks) before or after the text. Blanks inside a line, or starting one after the first,
+    are kept: the judge reads them."""
+    return "\n".join(line.rstrip() for line in _LINE_BREAK.split(str(text))).strip()
+
+
 def _cell(text: Any) -> str:
-    return str(text).replace("|", "\\|").replace("\r\n", "\n").replace("\n", "<br>").strip()
+    return _cell_text(text).replace("|", "\\|").replace("\n", "<br>")
+
+
+def _instruction_lines(text: str | None) -> list[str]:
+    """Scoring instructions as the prompt shows them: one item per line with text, stripped."""
+    return [line.strip() for line in (text or "").splitlines() if line.strip()]
+
+
+def _shown_rubric(rubric: Mapping[str, Any]) -> dict[str, Any]:
+    """`rubric` (a TestCase's, dumped) with each text the prompt shows as it shows it (`_cell_text`; the scoring
+    instructions' lines stripped, without blank lines, none when no line has text). The prompt renders the same from
+    either: a rubric written without such whitespace is this one as it is (its key unchanged since session 75). An
+    anchor's label is normalised only when no two labels become one (both rows are shown)."""
+    shown = dict(rubric)
+    scale = rubric.get("scale")
+    if isinstance(scale, Mapping) and scale.get("anchors"):
+        anchors = {str(k): str(v) for k, v in scale["anchors"].items()}
+        apart = len({_cell_text(k) for k in anchors}) == len(anchors)
+        shown["scale"] = {**scale, "anchors": {
+            (_cell_text(k) if apart else k): _cell_text(v) for k, v in anchors.items()}}
+    if rubric.get("criteria"):
+        shown["criteria"] = [{**c, **{k: _cell_text(v) for k, v in c.items() if isinstance(v, str)}}
+                             for c in rubric["criteria"]]
+    if "scoring_instructions" in rubric:
+        shown["scoring_instructions"] = "\n".join(_instruction_lines(rubric["scoring_instructions"])) or None
+    return shown
 
 
 def _num(value: float) -> str:
@@ -160,7 +207,7 @@ def _render_rubric(rubric: Mapping[str, Any] | None) -> list[str]:
     scale = rubric.get("scale") or {}
     anchors = {str(k): str(v) for k, v in (scale.get("anchors") or {}).items()}
     criteria = rubric.get("criteria") or []
-    instructions = (rubric.get("scoring_instructions") or "").strip()
+    instructions = _instruction_lines(rubric.get("scoring_instructions"))
     if not anchors and not criteria and not instructions:
         return []
     lo, hi = float(scale.get("min", 0)), float(scale.get("max", 10))
@@ -175,7 +222,7 @@ def _render_rubric(rubric: Mapping[str, Any] | None) -> list[str]:
                          f"| {_cell(c.get('what_bad_looks_like'))} |")
     if instructions:
         lines.append("### Scoring instructions")
-        lines += [f"- {line.strip()}" for line in instructions.splitlines() if line.strip()]
+        lines += [f"- {line}" for line in instructions]
     lines.append("")
     return lines
 

@@ -34,7 +34,11 @@ _LLM_PROBE_SETTINGS_NOT_IN_KEY: frozenset[str] = frozenset({"timeout_seconds", "
 # the same judge). A judgement that times out or fails is never reused either; in the key, raising a judge's timeout
 # after a few judge timeouts asked, and paid for, every judgement of the campaign again. They were in every
 # judgement's key before session 75: a store built then finds its judgements under the key they had (Node.earlier).
-JUDGE_FIELDS_NOT_IN_KEY: frozenset[str] = frozenset({"timeout_seconds", "retries", "api_key_env", "base_url"})
+JUDGE_FIELDS_NOT_IN_KEY_75: frozenset[str] = frozenset({"timeout_seconds", "retries", "api_key_env", "base_url"})
+# And its `type`: any text (docs/configuration.md), claw's own label, never sent nor read (every judge is an
+# OpenAI-compatible chat model). In every judgement's key before session 76: its edit asked, and paid for, every
+# judgement of the judge again.
+JUDGE_FIELDS_NOT_IN_KEY: frozenset[str] = JUDGE_FIELDS_NOT_IN_KEY_75 | {"type"}
 # The runner settings an llm_probe run's key keeps: those the runner reads (runners/llm_probe.py ExecutionParameters)
 # but the harness's own. Any other key is taken unchecked and never sent; it was in the key before session 75, so
 # setting, editing or removing one ran, and paid for, every run it applies to again.

@@ -71,9 +71,10 @@ class Node:
     # newest first: an llm_probe run's before its turns left it (session 75) and before `timeout_seconds` and `retries`
     # did (session 74, its turns in it too); a judgement's before its judge's `timeout_seconds`, `retries` and
     # `api_key_env`, and a rubric its prompt does not show, did (session 75; with the judge's `cost`, if any, left out
-    # as since session 58: the judgement's key before 58 is its `legacy`). Made when asked: looked up for a record to
-    # reuse only, when none is under its key nor its legacy key (the first found is taken as `legacy` is: the build
-    # records it under its key now), and for a pending provider batch an older claw submitted
+    # as since session 58: the judgement's key before 58 is its `legacy`), and before its judge's `type` and its
+    # rubric's whitespace the prompt does not show did (session 76: every judgement has this one). Made when asked:
+    # looked up for a record to reuse only, when none is under its key nor its legacy key (the first found is taken as
+    # `legacy` is: the build records it under its key now), and for a pending provider batch an older claw submitted
     # (builder/batch_layer.py); never claimed nor written under.
     earlier: Callable[[], list[tuple[str, dict[str, Any], bytes]]] | None = None
 

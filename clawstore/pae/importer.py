@@ -84,6 +84,7 @@ def _load(root: Path, suite: str, run_profile: str, evaluation: str | None, repo
 def _import_runs(store: Store, root: Path, rp: RunProfileDir, report: ImportReport,
                  build_id: str) -> dict[tuple[str, str, int], tuple[Any, PaeRun]]:
     from clawstore.builder.api import plan_campaign
+    from clawstore.builder.legacy_keys import record_under_key_now
     from clawstore.builder.run_exec import record_run
     from clawstore.graph.plan import attach_records
 
@@ -125,6 +126,7 @@ def _import_runs(store: Store, root: Path, rp: RunProfileDir, report: ImportRepo
         mapped[(model, case_id, rep)] = (node, run)
         if node.fresh:
             report.runs_present += 1
+            record_under_key_now(store, node)
             continue
         try:
             with store.batch():  # the run's objects, then its record, then its cache entry
@@ -148,6 +150,7 @@ def _import_runs(store: Store, root: Path, rp: RunProfileDir, report: ImportRepo
 def _import_judgements(store: Store, root: Path, ev: Any, mapped: dict[tuple[str, str, int], tuple[Any, PaeRun]],
                        report: ImportReport, build_id: str) -> None:
     from clawstore.builder.eval_layer import EvalLayer
+    from clawstore.builder.legacy_keys import record_under_key_now
     from clawstore.evaluate import resolve_judge_model
 
     campaign = _load(root, ev.suite_id, ev.run_profile_id, ev.evaluation_profile_id, report)
@@ -194,6 +197,7 @@ def _import_judgements(store: Store, root: Path, ev: Any, mapped: dict[tuple[str
             for judge_node in evaluation.judges:
                 if judge_node.fresh:
                     report.judgements_present += 1
+                    record_under_key_now(store, judge_node)
                     continue
                 jrep = judge_node.address["judge_repetition"]
                 try:

@@ -185,3 +185,37 @@ def test_a_group_with_a_negative_weight_shows_the_weights_without_shares() -> No
     assert "- [weight 2] Creates report.md\n- [weight -1] No draft left" in text
     assert "- [weight 1, 25% of this group] Brief\n- [weight 3, 75% of this group] Polite" in text
     assert "%" not in text.split("### Hard")[1].split("### Soft")[0]
+
+
+# The rubric of CASE written with whitespace the prompt does not show, and with a blank inside a line, which it does.
+UNSHOWN_BLANKS = {
+    "scale": {"min": 0, "max": 10, "anchors": {"4": "Partial  ", "10": "\r\nPerfect | flawless\n\n", "7": " Mostly"}},
+    "criteria": [{"name": "Continuity", "what_good_looks_like": "uses draft", "what_bad_looks_like": "ignores"}],
+    "scoring_instructions": "\n  Cap at 4 if a hard expectation fails.  \r\n\r\nBe strict.\n\n",
+}
+
+
+def _target(rubric: dict) -> JudgeTarget:
+    return JudgeTarget.from_case({**CASE, "rubric": {"version": 1, **rubric}})
+
+
+def _rubric_part(target: JudgeTarget) -> str:
+    text = render_judge_prompt(target, build_judge_evidence(openclaw_run()), [])
+    return text[text.index("## Rubric"):text.index("## Deterministic")]
+
+
+def test_shown_holds_the_rubric_as_the_prompt_shows_it() -> None:
+    """`shown()` (what a judgement's key covers, and the prompt is rendered from) takes out only whitespace the prompt
+    does not show: the rubric of CASE, written without any, is kept as it is (the same object: its key unchanged);
+    written with some, it becomes that rubric and renders the same prompt; a blank inside a line stays."""
+    clean = JudgeTarget.from_case(CASE)
+    assert clean.shown() is clean
+    dirty = _target(UNSHOWN_BLANKS)
+    assert dirty.shown() == clean and dirty.shown().shown() == dirty.shown()
+    assert _rubric_part(dirty.shown()) == _rubric_part(clean)
+    inner = _target({**UNSHOWN_BLANKS, "scoring_instructions": "Cap at 4  if a hard expectation fails.\nBe strict."})
+    assert inner.shown() != clean and "- Cap at 4  if" in _rubric_part(inner.shown())
+    # a blank ending a cell's line, or a lone CR, no longer reaches the prompt (it did: `Two,  <br>lines`)
+    two = _target({"criteria": [{"name": "c", "what_good_looks_like": "Two,  \nlines\rhere",
+                                 "what_bad_looks_like": "x"}]})
+    assert "| c | Two,<br>lines<br>here | x |" in _rubric_part(two.shown())

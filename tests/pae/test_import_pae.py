@@ -13,6 +13,7 @@ from clawstore.testing.standin import StandIn
 from tests.pae.paefiles import PaeRun, write_outputs
 from tests.support.claw import Claw
 from tests.support.judging import JUDGE, eval_profile, judge_reply
+from tests.support.oldclaw import KEYED_WITH_JUDGE_TYPE, old_claw, old_clawstore
 from tests.support.workspace import Workspace
 
 SETTINGS = {"temperature": 0, "timeout_seconds": 5, "retries": 2}  # the standard run profile, merged
@@ -152,3 +153,23 @@ def test_another_judge_system_prompt_keeps_the_runs_but_not_the_judgements(pae: 
 def test_a_directory_without_outputs_is_a_usage_error(tmp_path: Path, claw: Claw) -> None:
     code, _, err = claw("import-pae", str(tmp_path))
     assert code == 2 and "is not a directory (expected a pae workspace with outputs/)" in err
+
+
+def test_what_an_older_claw_stored_is_recorded_under_the_key_now(pae: Workspace, claw: Claw, standin: StandIn,
+                                                                 tmp_path: Path) -> None:
+    """The campaign built by the claw before session 76 (its judgements keyed with the judge's `type`), then imported:
+    the import finds them under that key (Node.earlier), present, and records them under the key now as a build does
+    (builder/legacy_keys.py). An edit of the `type` then, which changes that earlier key, asks nothing (before: the
+    import left them under the earlier key alone, and the build after the edit asked the 12 judgements again)."""
+    write_outputs(pae.root, pae_runs(), SETTINGS, SYSTEM)
+    built = old_claw(old_clawstore(tmp_path / "old", KEYED_WITH_JUDGE_TYPE), pae.root, "build", "--suite", "main",
+                     "--run-profile", "rp", "--evaluation-profile", "ev")
+    assert built.returncode == 0, built.stdout + built.stderr
+    sent = len(standin.requests)
+    assert sum(1 for r in standin.requests if r["model"] == JUDGE) == 12
+    code, report = import_pae(claw, pae)
+    assert code == 0 and report["unmapped"] == [] and report["damaged"] == []
+    assert (report["runs_present"], report["judgements_present"], report["judgements_imported"]) == (4, 12, 0)
+    pae.edit("evaluation_profiles/ev.yaml", lambda d: d["judges"][0].update(type="openai_compatible"))
+    build(claw)
+    assert len(standin.requests) == sent, standin.requests[sent:]

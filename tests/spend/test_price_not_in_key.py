@@ -71,9 +71,11 @@ def test_a_store_keyed_with_the_judges_cost_keeps_its_judgements(ws: Workspace, 
     assert len(standin.requests) == sent, standin.requests[sent:]
 
 
-def test_a_judge_without_cost_keeps_its_keys(ws: Workspace, standin: StandIn, tmp_path: Path) -> None:
-    # the key formula is unchanged for a judge that declares no `cost` (and for `pricing`, never in a key) nor a
-    # setting that left the key in session 75 (`retries`: tests/spend/test_judge_settings_not_in_key.py)
+def test_a_judge_without_cost_keeps_its_judgements(ws: Workspace, standin: StandIn, tmp_path: Path) -> None:
+    # a judge that declares no `cost` (and `pricing`, never in a key) nor a setting that left the key in session 75
+    # (`retries`: tests/spend/test_judge_settings_not_in_key.py) has no legacy key: its judgements were under the
+    # key this claw gave them until session 76, whose key left out the judge's `type` (every judge's: its judgements
+    # are found under the key they had, Node.earlier, and recorded under the key now, which the head names)
     old = old_clawstore(tmp_path / "old")
     eval_profile(ws, repetitions=1)
     ws.edit("evaluation_profiles/ev.yaml", lambda d: d["judges"][0].update(pricing={"input": 1.0, "output": 4.0}))
@@ -86,7 +88,9 @@ def test_a_judge_without_cost_keeps_its_keys(ws: Workspace, standin: StandIn, tm
     _build(ws)
     assert len(standin.requests) == sent and judge_requests(standin) == 4
     new_keys = run_here(ws.root, "query", "select key from judgements order by key", "--format", "csv")
-    assert old_keys.code == new_keys.code == 0 and old_keys.stdout == new_keys.stdout, (old_keys, new_keys)
+    assert old_keys.code == new_keys.code == 0, (old_keys, new_keys)
+    old_rows, new_rows = old_keys.stdout.split()[1:], new_keys.stdout.split()[1:]
+    assert len(old_rows) == len(new_rows) == 4 and not set(old_rows) & set(new_rows), (old_keys, new_keys)
 
 
 def test_a_store_keyed_with_the_judges_cost_keeps_its_judgements_through_a_price_edit(

@@ -19,6 +19,9 @@ KEYED_WITH_HARNESS_SETTINGS = "7bf5566"
 # The last commit whose judgements' keys held the judge's `timeout_seconds`, `retries` and `api_key_env` (main when
 # session 75 began; its llm_probe runs' keys leave out `timeout_seconds` and `retries` already).
 KEYED_WITH_JUDGE_SETTINGS = "17bf44a"
+# The last commit whose judgements' keys held the judge's `type` and a rubric's text as written, its whitespace the
+# judge's prompt does not show (main when session 76 began).
+KEYED_WITH_JUDGE_TYPE = "ac4767c"
 
 
 def old_clawstore(into: Path, commit: str = KEYED_WITH_PRICES) -> Path:
