@@ -204,7 +204,7 @@ PHYSICAL: dict[str, list[Column]] = {
         Column("cost_priced", "INTEGER", "runs and judgements of cost_usd priced from declared pricing"),
         Column("cost_unknown", "INTEGER", "runs and judgements of cost_usd whose cost is unknown"),
         Column("results_cost_usd", "DOUBLE", "cost of every record the build used, reused ones included "
-               "(NULL: a part is unknown, or the build was killed)"),
+               "(NULL: a part is unknown, the build was killed, or it was a no-op, whose log lists none it reused)"),
     ],
 }
 
