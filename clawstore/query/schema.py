@@ -186,7 +186,8 @@ PHYSICAL: dict[str, list[Column]] = {
         Column("started_at", "TIMESTAMP", "build start (UTC)"),
         Column("finished_at", "TIMESTAMP", "build end (UTC; null if it never finished)"),
         Column("state", "VARCHAR", "running (indexed: a killed build, its counts as its log last had them, its "
-               "input and output tokens and cost NULL) | complete | interrupted"),
+               "input and output tokens and cost NULL), complete, interrupted, or refused (a key missing or a bad "
+               "URL found as a later window was planned: nothing in flight, what it recorded is what it spent)"),
         Column("campaign_id", "VARCHAR", "campaign built"),
         Column("suite_id", "VARCHAR", "suite id"),
         Column("run_profile_id", "VARCHAR", "run profile id"),
