@@ -23,6 +23,16 @@ def test_every_view_and_column_is_documented() -> None:
             assert f"| `{column.name}` | {column.type} |" in DOC, (view, column.name)
 
 
+def test_every_column_is_documented_with_the_meaning_schema_gives() -> None:
+    """`claw query --schema` says each column's meaning, "the same text as the tables" of docs/query.md: `status` said
+    nothing of a checks node's statuses there, `cost_known_usd` nothing of an llm_probe run's known part, which the
+    page had gained since. (A `|` in a meaning is escaped in its table cell.)"""
+    rows = set(DOC.splitlines())
+    drifted = [f"{view}.{column.name}" for view, columns in view_columns().items() for column in columns
+               if f"| `{column.name}` | {column.type} | {column.doc.replace('|', chr(92) + '|')} |" not in rows]
+    assert drifted == []
+
+
 def test_views_have_exactly_the_documented_columns(tmp_path: Path) -> None:
     store = Store(tmp_path / "store")
     for view, columns in view_columns().items():
