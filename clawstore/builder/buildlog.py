@@ -22,6 +22,7 @@ from clawstore.store.buildlogs import (
     append_journal,
     build_log_path,
     encode_node,
+    journal_path,
     read_build_log,
     seal_build_log,
     write_build_log,
@@ -274,6 +275,19 @@ class BuildLog:
         with self._lock:
             nodes = read_build_log(self.path).nodes
             write_build_log(self.store.root, dataclasses.replace(self.doc, nodes=nodes, format=BUILD_LOG_FORMAT))
+
+    def discard(self) -> bool:
+        """Remove the log of a build that recorded no node (refused planning its first window: it sent nothing), so
+        that no reader takes it for a killed build whose spending is unknown; False, nothing removed, when it recorded
+        one."""
+        with self._lock:
+            if self._added or self._sealed:
+                return False
+            # (the log first: a journal left alone is a first write cut short, which the next build removes)
+            self.path.unlink(missing_ok=True)
+            journal_path(self.path).unlink(missing_ok=True)
+            self._nodes.close()
+            return True
 
     def end(self, state: str) -> None:
         """Mark the build ended (written by the next `write`, after the head is advanced)."""

@@ -18,7 +18,7 @@ from clawstore.builder.rows import BuildRows
 from clawstore.builder.scheduler import deferred_interrupts
 from clawstore.builder.session import Budget, BuildOptions, BuildSession
 from clawstore.builder.unstored import Stored, StoreTrouble, settle_pending
-from clawstore.errors import StoreError
+from clawstore.errors import ClawError, StoreError
 from clawstore.graph.plan import Node
 from clawstore.host import heap
 from clawstore.host.process_end import sigterm_interrupts
@@ -196,6 +196,16 @@ def run_build(campaign: Campaign, store: Store, options: BuildOptions, *, window
                     _end_on_store_failure(session, report, planned)
                 remove_leftovers(store)  # and those of a writer killed meanwhile: a build beside this one
                 log.end("complete")
+        except ClawError as error:
+            if error.exit_code != 2:
+                raise
+            # A key missing, a bad URL: found as a window's runs were planned, each window's nodes ended before the next
+            # is planned, so nothing is in flight and what the log recorded is all the build spent. Refused before its
+            # first node, it leaves no log (as when refused before it made one); else its log ends `refused`.
+            if not log.discard():
+                log.end("refused")
+                _advance(session, planned)
+            raise
         except KeyboardInterrupt:
             report.interrupted = True
             log.end("interrupted")

@@ -555,6 +555,9 @@ def _build_row(log: Mapping[str, Any], ctx: Row, count: int, spent: float | None
     # stops short of what the build paid for, so its spending (its known part, its input and output tokens) is
     # unknown, never the smaller sum the log holds (0 tokens for a build killed with its first requests in flight).
     killed = log.get("state") == "running"
+    # A format-2 build that wrote no head (a no-op's) lists no node it reused: its rows hold none, so the cost of what
+    # it used is not known here (NULL), never the 0 of a sum over nothing.
+    unlisted = log.get("format") == 2 and not log.get("head_written") and bool(_int(counts.get("reused")))
     return {
         "build_id": ctx["build_id"],
         "started_at": ctx["build_started_at"],
@@ -570,7 +573,7 @@ def _build_row(log: Mapping[str, Any], ctx: Row, count: int, spent: float | None
         **(dict.fromkeys(UNKNOWN_WHEN_PART_IS) if killed or metrics.get(TOKENS_UNKNOWN) else {}),  # (sums: known)
         **_build_cost(metrics),
         **({"cost_usd": None, "cost_known_usd": None} if killed else {}),  # (its known part as short: 0.0 paid)
-        "results_cost_usd": None if killed else spent,
+        "results_cost_usd": None if killed or unlisted else spent,
     }
 
 

@@ -34,7 +34,9 @@ _NODE = [
     Column("action", "VARCHAR", "what the build did: exec | reuse | fail | skip"),
     Column("record_build_id", "VARCHAR", "the build that produced the record (differs from build_id on reuse)"),
     Column("status", "VARCHAR",
-           "record status (run: success | invalid | incomplete | provider_error | timed_out | failed)"),
+           "record status (run: success | invalid | incomplete | provider_error | timed_out | failed; checks: success, "
+           "or since session 75 failed (`hook_not_run`: no working sandbox; since session 76 `hook_no_result`: a hook "
+           "process killed or gone without a result) | timed_out (`hook_timed_out`), which the next build runs again)"),
     Column("cacheable", "BOOLEAN", "false for infrastructure failures, which the next build retries"),
 ]
 
@@ -50,15 +52,19 @@ def _token_columns(per_build: bool = False) -> list[Column]:
     return [Column(name, "BIGINT", TOKEN_DOCS[name][per_build]) for name in TOKEN_METRICS]
 
 
+# What an unknown cost or token count is known to be at least (docs/building.md, Costs).
+_AT_LEAST = ("(an unfinished OpenClaw run: its transcript's answered requests; an llm_probe run with an attempt never "
+             "read whole: its answers')")
+
 _TOKENS = [
     *_token_columns(),
     Column("cost_usd", "DOUBLE", "cost of this node in USD; NULL: unknown (never 0); checks, results, skipped: 0"),
     Column("cost_source", "VARCHAR", "reported (the provider's), priced (tokens x declared pricing) or unknown; "
            "NULL for checks, results and skipped nodes"),
     Column("cost_known_usd", "DOUBLE", "the known part of cost_usd: cost_usd when known; of an unknown cost, what the "
-           "node spent at least (an unfinished OpenClaw run: its transcript's answered requests), else 0"),
+           f"node spent at least {_AT_LEAST}, else 0"),
     *(Column(f"{name}_known", "BIGINT", f"the known part of {name}: {name} when known; of unknown tokens, what the "
-             "node spent at least (an unfinished OpenClaw run: its transcript's answered requests), else 0")
+             f"node spent at least {_AT_LEAST}, else 0")
       for name in ("input_tokens", "output_tokens")),
     Column("latency_s", "DOUBLE", "wall time of this node in seconds"),
 ]
@@ -186,7 +192,8 @@ PHYSICAL: dict[str, list[Column]] = {
         Column("started_at", "TIMESTAMP", "build start (UTC)"),
         Column("finished_at", "TIMESTAMP", "build end (UTC; null if it never finished)"),
         Column("state", "VARCHAR", "running (indexed: a killed build, its counts as its log last had them, its "
-               "input and output tokens and cost NULL) | complete | interrupted"),
+               "input and output tokens and cost NULL), complete, interrupted, or refused (a key missing or a bad "
+               "URL found as a later window was planned: nothing in flight, what it recorded is what it spent)"),
         Column("campaign_id", "VARCHAR", "campaign built"),
         Column("suite_id", "VARCHAR", "suite id"),
         Column("run_profile_id", "VARCHAR", "run profile id"),
@@ -204,7 +211,7 @@ PHYSICAL: dict[str, list[Column]] = {
         Column("cost_priced", "INTEGER", "runs and judgements of cost_usd priced from declared pricing"),
         Column("cost_unknown", "INTEGER", "runs and judgements of cost_usd whose cost is unknown"),
         Column("results_cost_usd", "DOUBLE", "cost of every record the build used, reused ones included "
-               "(NULL: a part is unknown, or the build was killed)"),
+               "(NULL: a part is unknown, the build was killed, or it was a no-op, whose log lists none it reused)"),
     ],
 }
 

@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from clawstore.builder import engine
 from clawstore.testing.standin import StandIn, key_fingerprint
 from tests.support.claw import Claw
+from tests.support.judging import JUDGE, eval_profile, judge_reply
 from tests.support.workspace import Workspace
 
 
@@ -113,3 +115,61 @@ def test_a_dry_run_refuses_the_remote_the_build_would_refuse(ws: Workspace, claw
     built = claw.build("--remote", remote)
     assert dry[0] == built[0] == 2, (dry, built)
     assert dry[2] == built[2] and dry[2].count("\n") == 1 and remote in dry[2], (dry, built)
+
+
+@pytest.mark.parametrize("environ", [{"OPENROUTER_BASE_URL": "not-a-url"}, {"OPENROUTER_BASE_URL": None,
+                                                                           "OPENROUTER_API_KEY": None}])
+def test_a_build_refused_in_a_store_leaves_no_killed_build(ws: Workspace, claw: Claw, standin: StandIn,
+                                                          monkeypatch: pytest.MonkeyPatch,
+                                                          environ: dict[str, str | None]) -> None:
+    """With a store, a stale run's key and URL are checked as its window is planned, after the build's log is first
+    written: the refusal left that log `running` with its journal, and `claw status` then named a build "killed before
+    it finished" that "spent an unknown amount", though it had sent nothing (docs/building.md, "A killed build's
+    spending"). Refused before any request, it writes nothing, as without a store."""
+    eval_profile(ws, repetitions=1)  # (a build with one writes its log before it plans a window)
+    standin.script(JUDGE, *[judge_reply(7.0)] * 20)
+    assert claw.build("--evaluation-profile", "ev")[0] == 0
+    ws.case("alpha", "What is 5 + 5?")  # (stale: its run is planned, so its endpoint is read)
+    logs = sorted((Path(os.environ["CLAW_STORE"]) / "builds").iterdir())
+    sent, before = len(standin.requests), {name: os.environ[name] for name in environ}
+    for name, value in environ.items():
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
+    proc = claw.popen("build", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev")
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2 and len(err.strip().splitlines()) == 1, err
+    assert len(standin.requests) == sent
+    assert sorted((Path(os.environ["CLAW_STORE"]) / "builds").iterdir()) == logs
+    for name, value in before.items():
+        monkeypatch.setenv(name, value)
+    code, _, err = claw("status", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev")
+    assert code == 0 and "killed" not in err, err
+
+
+def test_a_build_refused_in_a_later_window_ends_its_log_refused(ws: Workspace, claw: Claw, standin: StandIn,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Refused planning its second window, after its first reused what it had: its log ends `refused` (sealed, no
+    journal, the head advanced over what it reused), not `running`, which readers take for a killed build."""
+    monkeypatch.setattr(engine, "WINDOW_RUNS", 2)  # one case a window (two models)
+    eval_profile(ws, repetitions=1)
+    standin.script(JUDGE, *[judge_reply(7.0)] * 20)
+    ws.edit("suites/main.yaml", lambda d: d["models"][1].update(api_key_env="LOCAL_KEY"))
+    monkeypatch.setenv("LOCAL_KEY", "sk-local-proxy-key")
+    assert claw.build("--evaluation-profile", "ev")[0] == 0
+    ws.case("gamma", "Name a fruit.")  # (the last window: alpha's and beta's runs are fresh)
+    monkeypatch.delenv("LOCAL_KEY")
+    sent = len(standin.requests)
+    code, _, err = claw.build("--evaluation-profile", "ev")
+    assert code == 2 and "LOCAL_KEY is not set" in err, err
+    assert len(standin.requests) == sent
+    builds = Path(os.environ["CLAW_STORE"]) / "builds"
+    assert not list(builds.glob("*.jsonl"))
+    code, out, _ = claw("query", "select state, executed, reused, cost_usd from builds order by started_at",
+                        "--format", "csv")
+    first, refused = out.splitlines()[1:]
+    assert first.startswith("complete,16,0,") and refused == "refused,0,12,0.0", out  # (alpha's 8 nodes, beta's runs
+    # and checks: what its windows reused before gamma's was planned)
+    code, _, err = claw("status", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev")
+    assert "killed" not in err, err

@@ -241,3 +241,71 @@ def test_a_name_beside_a_module_file_is_read_as_its() -> None:
     assert list(named_beside("refused (cli/build_cmd.py `_check_budget`), as graph/plan.py `Node.legacy` says")) == [
         ("cli/build_cmd", "_check_budget"), ("graph/plan", "Node")]
     assert list(named_beside("`store.py`, `face.py`")) == []
+
+
+TABLE_SEPARATOR = re.compile(r"(?<!\\)\|")
+
+
+def overfull_rows(text: str) -> Iterator[tuple[int, int, int]]:
+    """(line number, cells, the header's cells) of each table row outside code blocks with more cells than its
+    header: a `|` left unescaped in a cell's text (`exec | reuse | fail`) ends the cell there, and a renderer drops
+    the cells past the header's, the rest of the sentence with them."""
+    header, fenced = 0, False
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        elif not fenced and line.startswith("|"):
+            cells = len(TABLE_SEPARATOR.split(line.strip().strip("|")))
+            if not header:
+                header = cells
+            elif cells > header:
+                yield n, cells, header
+        else:
+            header = 0
+
+
+def test_every_table_row_has_the_cells_of_its_header() -> None:
+    """docs/query.md gave `builds.state` as `running (…) | complete | interrupted` inside a table: a reader saw
+    `running (…)` alone, and so every column listing its values with `|` (`action`, `status`, `outcome`, …)."""
+    overfull = [f"{doc.relative_to(REPO)}:{n}: {cells} cells, its header {header}" for doc in documents()
+                for n, cells, header in overfull_rows(doc.read_text(encoding="utf-8"))]
+    assert overfull == []
+
+
+def test_an_unescaped_pipe_in_a_cell_is_found() -> None:
+    table = "| a | b |\n|---|---|\n| `x` | one \\| two |\n| `y` | one | two |\n\n```\n| a |\n| b | c |\n```\n"
+    assert list(overfull_rows(table)) == [(4, 3, 2)]
+
+
+SAVED = CLAWSTORE / "query" / "saved"
+SAVED_QUERY = re.compile(r"\bclaw query ([a-z_]\w*)\b([^|;&`]*)")
+PARAM = re.compile(r"(?:--param|-p)[ =]([A-Za-z_]\w*)=")
+
+
+def saved_queries_named(text: str) -> Iterator[tuple[str, list[str]]]:
+    """(name, the --param names given it) for each `claw query NAME` in `text` (a bare word: a saved query)."""
+    for match in SAVED_QUERY.finditer(text):
+        yield match.group(1), PARAM.findall(match.group(2))
+
+
+def test_every_saved_query_named_exists_and_reads_the_params_given() -> None:
+    """`claw query leaderbord` runs nothing but an error, and `--param campain=…` filters nothing: a saved query reads
+    only the variables its SQL asks for (`getvariable('campaign')`), any other is set and ignored."""
+    wrong = []
+    for doc in documents():
+        for n, text in code(doc):
+            for name, params in saved_queries_named(text):
+                path = SAVED / f"{name}.sql"
+                if not path.is_file():
+                    wrong.append(f"{doc.relative_to(REPO)}:{n}: no saved query {name}")
+                    continue
+                read = set(re.findall(r"getvariable\('(\w+)'\)", path.read_text(encoding="utf-8")))
+                wrong += [f"{doc.relative_to(REPO)}:{n}: {name} reads no {param}" for param in params
+                          if param not in read]
+    assert wrong == []
+
+
+def test_a_saved_query_and_its_params_are_read_from_a_line() -> None:
+    assert list(saved_queries_named("claw query history --param case=x -p model=m | head; claw query 'select 1'")) == [
+        ("history", ["case", "model"])]
+    assert list(saved_queries_named("`claw query leaderbord`")) == [("leaderbord", [])]

@@ -23,6 +23,27 @@ def test_every_view_and_column_is_documented() -> None:
             assert f"| `{column.name}` | {column.type} |" in DOC, (view, column.name)
 
 
+def test_every_column_is_documented_with_the_meaning_schema_gives() -> None:
+    """`claw query --schema` says each column's meaning, "the same text as the tables" of docs/query.md: `status` said
+    nothing of a checks node's statuses there, `cost_known_usd` nothing of an llm_probe run's known part, which the
+    page had gained since. (A `|` in a meaning is escaped in its table cell.)"""
+    rows = set(DOC.splitlines())
+    drifted = [f"{view}.{column.name}" for view, columns in view_columns().items() for column in columns
+               if f"| `{column.name}` | {column.type} | {column.doc.replace('|', chr(92) + '|')} |" not in rows]
+    assert drifted == []
+
+
+def test_the_saved_queries_table_names_each_saved_query_with_the_params_it_reads() -> None:
+    """The "Saved queries" table is what a reader looks a name and its `--param`s up in: each query shipped has a row,
+    and its parameters are the variables its SQL reads (`getvariable('campaign')`), no more, no fewer."""
+    saved = Path(__file__).resolve().parents[2] / "clawstore" / "query" / "saved"
+    shipped = {path.stem: set(re.findall(r"getvariable\('(\w+)'\)", path.read_text())) for path in saved.glob("*.sql")}
+    section = DOC.split("### Saved queries", 1)[1].split("\n\n```", 1)[0]
+    rows = [line.split(" | ") for line in section.splitlines() if line.startswith("| `")]
+    table = {row[0].strip("|` "): set(re.findall(r"`(\w+)`", row[-1])) for row in rows}
+    assert table == shipped
+
+
 def test_views_have_exactly_the_documented_columns(tmp_path: Path) -> None:
     store = Store(tmp_path / "store")
     for view, columns in view_columns().items():

@@ -147,6 +147,11 @@ def test_a_no_op_build_adds_its_build_row_and_no_node_rows(store: Store) -> None
     assert one(root, "select build_id from runs limit 1") == first.build_id
     row = one(root, f"select nodes, executed, reused from builds where build_id = '{again.build_id}'")
     assert row == (30, 0, 30)
+    # What it used is not in its rows (its log names no record), so the cost of it is not known here: NULL, never
+    # the 0 of a sum over nothing, which docs/query.md's "how much did reuse save?" read as "nothing saved".
+    used = run_query(root, "select build_id, results_cost_usd, cost_usd from builds order by started_at").rows
+    assert used == [(first.build_id, pytest.approx(6 * RUN_COST + 12 * JUDGE_COST), pytest.approx(used[0][2])),
+                    (again.build_id, None, 0.0)]
     log = json.loads((root / "builds" / f"{again.build_id}.json").read_bytes())
     assert log["format"] == 2 and log["nodes"] == [] and log["head_written"] is False
     assert log["head"] == store.get_ref("campaigns/" + Spec().campaign_id)
