@@ -105,7 +105,18 @@ def delete_refs(store: Store, names: tuple[str, ...]) -> dict[str, str]:
         targets[name] = target
     for name in targets:
         store.delete_ref(name)
+    _retire_killed(store, [name.removeprefix("campaigns/") for name in targets if name.startswith("campaigns/")])
     return targets
+
+
+def _retire_killed(store: Store, campaign_ids: list[str]) -> None:
+    """A retired campaign's killed builds are told of (spend/killed.py `tell`): gc keeps what a killed build recorded
+    until a later build of its campaign has adopted it (store/buildlogs.py unadopted_records), and no build of a
+    retired one is coming."""
+    from clawstore.spend.killed import killed_builds, tell
+
+    for campaign_id in campaign_ids:
+        tell(store, killed_builds(store, campaign_id), "refs --delete")
 
 
 def export(store: Store, campaign: Campaign, output: Path,

@@ -10,11 +10,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clawstore.errors import StoreError
-from clawstore.store.buildlogs import builds_dir, live_builds, set_build_log_field
+from clawstore.store.buildlogs import TOLD_BY, builds_dir, live_builds, set_build_log_field
 from clawstore.store.documents import BuildLogDoc, read_build_log_doc
 from clawstore.values.costs import CostSum
-
-TOLD_BY = "told_by"  # a killed build's log: the build that named it after it was killed, and ended
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store

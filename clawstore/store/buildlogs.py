@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from clawstore.store.face import StoreReader
 
 FIX = b'{"fix":'  # a journal line saying the node at that index failed after all (its record was not stored)
+TOLD_BY = "told_by"  # a killed build's log: the build that named it after it was killed, and ended (spend/killed.py)
 
 
 def builds_dir(store_root: Path | str) -> Path:
@@ -35,6 +36,30 @@ def live_builds(store: StoreReader) -> set[str]:
     """Build ids whose process still holds its lease: their logs are not final yet."""
     return {lease.purpose.split(" ", 1)[1] for lease in store.list_leases()
             if lease.alive and lease.purpose.startswith("build ")}
+
+
+def unadopted_records(store: StoreReader) -> Iterator[tuple[str, str]]:
+    """(build id, record id) of every node a killed build recorded: its journal beside a log still `running` (or none
+    readable yet), no live lease, no `told_by` (a build of its campaign that found it killed at its start has ended
+    since, its head naming what it reused). gc's roots until then: before session 76 a gc after the grace period
+    deleted them, and the next build paid for them again (tests/faults/test_killed_gc.py). A journal that cannot be
+    read is a StoreError: gc cannot know what it keeps."""
+    directory = builds_dir(store.root)
+    journals = sorted(directory.glob("*.jsonl")) if directory.is_dir() else []
+    if not journals:
+        return
+    live = live_builds(store)
+    for journal in journals:
+        if journal.stem in live:
+            continue  # (a running build: gc keeps everything while one runs)
+        with contextlib.suppress(OSError, ValueError):
+            data = json.loads(journal.with_suffix(".json").read_bytes())
+            if isinstance(data, dict) and (data.get("state") != "running" or data.get(TOLD_BY)):
+                continue
+        for node in read_journal(journal):
+            record = node.get("record") if isinstance(node, dict) else None
+            if isinstance(record, str):
+                yield journal.stem, record
 
 
 def build_log_path(store_root: Path | str, build_id: str) -> Path:

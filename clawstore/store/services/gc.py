@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, TypeVar
 from clawstore.errors import CorruptObjectError, StoreError, UsageError
 from clawstore.host import heap
 from clawstore.host.durable import fsync_path
+from clawstore.store.buildlogs import unadopted_records
 from clawstore.store.core import codec
 from clawstore.store.core.ids import PREFIX, is_oid
 from clawstore.store.core.index import (
@@ -265,7 +266,8 @@ def _policy(start: float, grace_s: float, live: list[LeaseInfo], copies: frozens
 
 
 def _roots(store: Store) -> dict[str, str]:
-    """{why: object id} for every ref and every running export's head."""
+    """{why: object id} for every ref, every running export's head, and every record a killed build recorded that no
+    later build of its campaign has adopted yet (store/buildlogs.py unadopted_records)."""
     roots: dict[str, str] = {}
     for name, target in iter_ref_entries(store):
         if target is None:
@@ -278,6 +280,9 @@ def _roots(store: Store) -> dict[str, str]:
                 head = lease.purpose[len(prefix):].strip()
                 if is_oid(head):
                     roots[f"{why} {lease.path.name}"] = head
+    for build_id, record in unadopted_records(store):
+        if is_oid(record):
+            roots[f"killed build {build_id} record {record}"] = record
     return roots
 
 
