@@ -30,6 +30,9 @@ def import_pae(workspace: Path, output: str, store_dir: Path | None) -> None:
         click.echo(f"imported {report.runs_imported} run(s), {report.judgements_imported} judgement(s) "
                    f"({report.runs_present} run(s) and {report.judgements_present} judgement(s) already stored; "
                    f"{report.checks_computed} check set(s) computed)")
+        if report.kept_by is not None:
+            click.echo(f"kept from gc by ref {report.kept_by} (once built, `claw refs --delete {report.kept_by}` lets "
+                       "gc reclaim what no head names)")
         for line in report.unmapped:
             click.echo(f"not mapped: {one_line(line)}")
         for line in report.damaged:

@@ -20,6 +20,7 @@ from clawstore.pae.layout import (
     run_profile_dirs,
 )
 from clawstore.pae.mapping import claw_artifact, judge_iteration, mismatch
+from clawstore.store.core.ids import PREFIX
 from clawstore.values.clock import utc_now
 
 if TYPE_CHECKING:
@@ -39,9 +40,11 @@ class ImportReport:
     unmapped: list[str] = field(default_factory=list)  # one line each: what and why
     damaged: list[str] = field(default_factory=list)  # files that failed verification, skipped
     warnings: list[str] = field(default_factory=list)  # the configs' (said on stderr, not in the JSON)
+    kept_by: str | None = None  # the ref that keeps them from gc until deleted (`keep_imported`); None: nothing to keep
+    records: list[str] = field(default_factory=list)  # the runs' and judgements' records it stored or found
 
     def to_json(self) -> dict[str, Any]:
-        return {name: value for name, value in self.__dict__.items() if name != "warnings"}
+        return {name: value for name, value in self.__dict__.items() if name not in ("warnings", "records")}
 
 
 def _label(model: str, case: str, rep: int) -> str:
@@ -65,7 +68,25 @@ def import_pae(store: Store, root: Path) -> ImportReport:
             for ev in eval_dirs:
                 if (ev.suite_id, ev.run_profile_id) == (rp.suite_id, rp.run_profile_id):
                     _import_judgements(store, root, ev, mapped, report, build_id)
+        keep_imported(store, report)
     return report
+
+
+IMPORTS = "imports/"  # refs of imports: each names what one import stored or found (a gc root, like a pin)
+
+
+def keep_imported(store: Store, report: ImportReport) -> None:
+    """Keep what the import stored or found from gc: no head names it until a build adopts it, and before session 76 a
+    `claw gc` past its grace period in between deleted every imported run and judgement, so the build paid for all of
+    them again (tests/pae/test_import_pae.py). One object lists their records; the ref `imports/pae-<its id>` names
+    it, until the user deletes it (`claw refs --delete`), as a pin (docs/import-pae.md)."""
+    if not report.records:
+        return
+    with store.batch():  # (durable before the ref names it)
+        listing = store.put_json({"kind": "pae_import", "records": sorted(set(report.records))})
+    # (named by what it keeps: importing the same again names the same ref, and two imports never one)
+    report.kept_by = f"{IMPORTS}pae-{listing.removeprefix(PREFIX)[:16]}"
+    store.set_ref(report.kept_by, listing)
 
 
 def _load(root: Path, suite: str, run_profile: str, evaluation: str | None, report: ImportReport) -> Any:
@@ -127,6 +148,8 @@ def _import_runs(store: Store, root: Path, rp: RunProfileDir, report: ImportRepo
         if node.fresh:
             report.runs_present += 1
             record_under_key_now(store, node)
+            if node.record_id is not None:
+                report.records.append(node.record_id)
             continue
         try:
             with store.batch():  # the run's objects, then its record, then its cache entry
@@ -139,6 +162,7 @@ def _import_runs(store: Store, root: Path, rp: RunProfileDir, report: ImportRepo
             del mapped[(model, case_id, rep)]
             continue
         report.runs_imported += 1
+        report.records.append(node.record_id)
     for (model, case_id), case in sorted(cases.items()):
         for rep in sorted(case.iterations):
             if (model, case_id, rep) not in planned:
@@ -198,6 +222,8 @@ def _import_judgements(store: Store, root: Path, ev: Any, mapped: dict[tuple[str
                 if judge_node.fresh:
                     report.judgements_present += 1
                     record_under_key_now(store, judge_node)
+                    if judge_node.record_id is not None:
+                        report.records.append(judge_node.record_id)
                     continue
                 jrep = judge_node.address["judge_repetition"]
                 try:
@@ -216,6 +242,7 @@ def _import_judgements(store: Store, root: Path, ev: Any, mapped: dict[tuple[str
         raw = path.read_bytes()
         for judge_node, iteration, request in converted:
             source = store.put_bytes(raw)  # written (and made durable) with the record's batch
-            layer.record_judgement(judge_node, iteration, request, utc_now(), 0.0, build_id,
-                                   extra_outputs={"pae_source": source})
+            record_id, _ = layer.record_judgement(judge_node, iteration, request, utc_now(), 0.0, build_id,
+                                                  extra_outputs={"pae_source": source})
             report.judgements_imported += 1
+            report.records.append(record_id)

@@ -63,6 +63,25 @@ def test_the_build_after_an_import_sends_nothing_for_what_pae_completed(pae: Wor
     assert out["metrics"]["cost_usd"] == 0.0
 
 
+def test_a_gc_between_the_import_and_the_build_keeps_what_pae_paid_for(pae: Workspace, claw: Claw,
+                                                                      standin: StandIn) -> None:
+    """No head names what the import stored until a build adopts it: before session 76 a `claw gc` past its grace
+    period (an hour, or `--grace 0`) between the two deleted every imported run and judgement, and the build paid for
+    all of them again (16 requests here). The import is kept by a ref of its own, `imports/<id>`, until deleted."""
+    write_outputs(pae.root, pae_runs(), SETTINGS, SYSTEM)
+    code, report = import_pae(claw, pae)
+    assert code == 0 and (report["runs_imported"], report["judgements_imported"]) == (4, 12), report
+    assert report["kept_by"].startswith("imports/"), report
+    assert claw("gc", "--grace", "0")[0] == 0
+    build(claw)
+    assert standin.requests == []
+
+    code, out, err = claw("refs", "--delete", report["kept_by"])  # (once built, the head names them: let it go)
+    assert code == 0, err
+    assert claw("gc", "--grace", "0")[0] == 0
+    assert [r["run"] for r in build(claw)["rows"]] == ["reuse"] * 4 and standin.requests == []
+
+
 def test_importing_twice_stores_nothing_new(pae: Workspace, claw: Claw) -> None:
     write_outputs(pae.root, pae_runs(), SETTINGS, SYSTEM)
     assert import_pae(claw, pae)[1]["runs_imported"] == 4
