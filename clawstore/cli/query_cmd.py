@@ -128,6 +128,24 @@ def _query(root: Path, sql: str, saved_in: Path | None, export: str | None, fmt:
         raise UsageError(f"{one_line(str(saved_in))}: {exc}") from None
     if out is not None:
         click.echo(f"wrote {count} rows to {one_line(str(out))}", err=True)
+    if count == 0:
+        _note_unknown_campaign(root, _params(params).get("campaign"))
+
+
+def _note_unknown_campaign(root: Path, campaign: str | None) -> None:
+    """An empty answer to `--param campaign=X` where the store has no campaign X: said (a misspelt id was an empty
+    table and nothing else, read as "no results"); the answer stays the query's."""
+    if campaign is None:
+        return
+    heads = sorted(name.removeprefix("campaigns/") for name in open_existing(root).list_refs("campaigns/"))
+    if campaign not in heads:
+        named = "; ".join(heads[:NAMED_CAMPAIGNS]) + (f"; {len(heads) - NAMED_CAMPAIGNS} more"
+                                                      if len(heads) > NAMED_CAMPAIGNS else "")
+        click.echo(f"claw: note: no campaign {one_line(campaign)} in this store (its campaigns: {named or 'none'}; "
+                   "`claw refs` lists them)", err=True)
+
+
+NAMED_CAMPAIGNS = 10  # in that note (a store of hundreds: the rest counted)
 
 
 def _write(rows: QueryRows, fmt: str, out: Path | None) -> int:

@@ -164,6 +164,17 @@ def test_leaderboard_and_every_saved_query(store: Store) -> None:
     assert [h["action"] for h in history] == ["exec", "reuse"]
 
 
+def test_a_campaign_param_no_campaign_has_says_so_beside_its_empty_answer(store: Store) -> None:
+    """A misspelt `--param campaign=` was an empty table and nothing else (the user took it for "no results"): the
+    answer is still the query's, and a note names the store's campaigns (found by docs/query.md's examples run)."""
+    [campaign] = [name.removeprefix("campaigns/") for name in store.list_refs("campaigns/")]
+    code, out, err = run(store, "leaderboard", "--param", f"campaign={campaign}x", "--format", "json")
+    assert code == 0 and json.loads(out) == [], (out, err)
+    assert f"no campaign {campaign}x in this store (its campaigns: {campaign};" in err, err
+    code, out, err = run(store, "leaderboard", "--param", f"campaign={campaign}", "--format", "json")
+    assert code == 0 and json.loads(out) and "no campaign" not in err, err
+
+
 def test_unknown_saved_query(store: Store) -> None:
     code, _, err = run(store, "leaderbord")
     assert code == 2 and "no saved query named 'leaderbord'" in err and "leaderboard" in err
