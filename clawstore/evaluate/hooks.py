@@ -236,14 +236,20 @@ def _no_result(returncode: int, stderr_tail: str) -> HookOutcome:
 
 
 def _run_confined(argv: list[str], request: dict[str, Any], timeout_s: float) -> HookOutcome:
-    proc = subprocess.Popen(
-        argv,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env={"PATH": SHELL_PATH, "LANG": "C.UTF-8"},  # bwrap itself never sees our secrets
-        start_new_session=True,  # lets a timeout kill the hook and everything it spawned
-    )
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={"PATH": SHELL_PATH, "LANG": "C.UTF-8"},  # bwrap itself never sees our secrets
+            start_new_session=True,  # lets a timeout kill the hook and everything it spawned
+        )
+    except OSError as exc:  # (bwrap gone or broken since its probe; fork refused: EAGAIN, ENOMEM)
+        # The machine's state, not the run's: not run, so not reusable (builder/eval_layer.py `hook_fault`); before
+        # session 76 the error left the checks as a traceback.
+        return HookOutcome("error", f"bubblewrap could not be started ({exc.strerror or exc}); the hook was not run",
+                           {}, {"not_run": True})
     try:
         # The reply (stdout) is bounded; the hook's prints (stderr) keep only their tail.
         output = bounded_output.collect(proc, timeout_s, lambda: bounded_output.kill_group(proc),

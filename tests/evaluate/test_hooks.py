@@ -370,3 +370,23 @@ def test_bubblewrap_failing_after_its_probe_means_the_hook_was_not_run(
     assert res["message"] == ("bubblewrap failed to start the hook's sandbox (bwrap: Creating new namespace failed: "
                               "No space left on device); the hook was not run"), res
     assert res["metadata"]["not_run"] is True, res
+
+
+def test_bubblewrap_that_cannot_be_started_after_its_probe_means_the_hook_was_not_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """bubblewrap that passed its probe and then cannot be executed at all (replaced meanwhile by a file whose
+    interpreter is gone; fork failing with EAGAIN or ENOMEM is the same OSError): the hook was not run (`not_run`),
+    not a traceback out of the checks (before session 76 the OSError left run_python_hook)."""
+    from clawstore.host import confine
+
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "bwrap").write_text(f"#!/bin/sh\nexec {confine.bwrap_exe()} \"$@\"\n")
+    (bindir / "bwrap").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(confine, "_probe", {})
+    assert confine.bwrap_unavailable_reason() is None  # (probed: it works)
+    (bindir / "bwrap").write_text("#!/nonexistent/interpreter\n")  # (now it cannot be executed)
+    res = run_hook(write_case(tmp_path, HOOK_SOURCE), "one_arg", ALLOW)
+    assert res["outcome"] == "error" and res["metadata"]["not_run"] is True, res
+    assert res["message"].startswith("bubblewrap could not be started (") and "the hook was not run" in res["message"]
