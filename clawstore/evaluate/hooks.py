@@ -268,8 +268,13 @@ def _run_confined(argv: list[str], request: dict[str, Any], timeout_s: float) ->
     stderr_tail = output.stderr.decode("utf-8", errors="replace")[-_STDERR_TAIL:]
     try:
         reply = jsontext.loads_reply(out.decode("utf-8"))
-    except ValueError:
-        return _no_result(proc.returncode, stderr_tail)
+    except ValueError as exc:
+        if proc.returncode != 0 or not out.strip():
+            return _no_result(proc.returncode, stderr_tail)
+        # A reply given whole (the process ended well) that does not read: what the hook returned (NaN, Infinity, a
+        # value nested too deeply), the same at every run: its outcome, kept (not `no_result`, which every build runs
+        # again, exiting 1)
+        return HookOutcome("error", f"hook's reply is not valid JSON ({exc})", {}, {"stderr_tail": stderr_tail})
     if not reply.get("ok"):
         meta["stderr_tail"] = stderr_tail
         return HookOutcome("error", f"hook raised {reply.get('error')}", {}, meta)

@@ -103,16 +103,19 @@ def _killed(store: Store, campaign_id: str) -> list[KilledBuild]:
 
 
 def _name_killed(store: Store, campaign_id: str, at_start: list[KilledBuild],
-                 build_id: str | None) -> tuple[list[KilledBuild], list[str]]:
+                 build_id: str | None, whole: bool = True) -> tuple[list[KilledBuild], list[str]]:
     """A build's notes at its end: the builds of its campaign killed and not told of yet, those it found killed at its
     start and those killed beside it (a user who ran both learns it here). The first are told of now (their logs say
     so: named no more); the others were alive when it started, and `claw status` goes on naming them until a build
-    that found them killed ends (spend/killed.py). Returned with the builds they name."""
+    that found them killed ends (spend/killed.py). Returned with the builds they name. A filtered build (`whole`
+    False) tells of none: its head adopts only its filter's records, and a killed build's log stays gc's root of the
+    others it paid for (store/buildlogs.py unadopted_records) until a build of the whole campaign ends."""
     from clawstore.spend.killed import killed_notes, tell
 
     killed = _killed(store, campaign_id)
     started = {k.build_id for k in at_start}
-    tell(store, [k for k in killed if k.build_id in started], build_id or "")
+    if whole:
+        tell(store, [k for k in killed if k.build_id in started], build_id or "")
     return killed, [f"claw: note: {line}" for line in killed_notes(store, killed)]
 
 
@@ -438,7 +441,8 @@ class Project:
             self._say_untrusted(seen)  # (before anything is paid)
             killed = self._killed_at_start()
             report = build(self.request, self, options)
-            killed, notes = _name_killed(self.store, self.campaign.campaign_id, killed, report.build_id)
+            killed, notes = _name_killed(self.store, self.campaign.campaign_id, killed, report.build_id,
+                                         whole=not self.request.filtered)
         self._keep_parsed(self.store)
         if found is not None and reads is not None:
             after = self._stamping(s.remote) if found.remote is not None else None

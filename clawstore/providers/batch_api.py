@@ -28,6 +28,7 @@ from clawstore.providers.client import (
 )
 from clawstore.providers.endpoint import Endpoint
 from clawstore.providers.errors import ProviderError
+from clawstore.values import jsontext
 from clawstore.values.urls import shown_url
 
 # OpenAI's documented limits per batch input file (its Batch API guide): 50,000 requests, 200 MB.
@@ -81,7 +82,7 @@ def read_lines(data: bytes, url: str, api_key: str | None) -> list[LineAnswer]:
         if not raw.strip():
             continue
         try:
-            line = json.loads(raw)
+            line = jsontext.loads(raw)  # (a line nested too deeply: malformed, not a RecursionError)
         except ValueError:
             continue  # a line without its custom_id cannot be matched; its node is sent again
         if not isinstance(line, dict) or not isinstance(line.get("custom_id"), str):
@@ -170,7 +171,7 @@ class BatchApi:
     def _call(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         response = self._send(method, path, **kwargs)
         try:
-            value = response.json()
+            value = jsontext.loads(response.content)  # (nested too deeply: not a JSON object, as below)
         except ValueError:
             value = None
         if not isinstance(value, dict):
@@ -209,7 +210,7 @@ class BatchApi:
 def _said(text: str) -> str:
     """The error's message in a refusal's JSON body (`{"error": {"message": ...}}`), else the body."""
     try:
-        message = _error_fields(json.loads(text))[0]
+        message = _error_fields(jsontext.loads(text))[0]  # (nested too deeply: the body, as below)
     except ValueError:
         message = None
     return message if isinstance(message, str) and message else text

@@ -89,3 +89,26 @@ def test_retiring_the_campaign_lets_gc_reclaim_what_its_killed_build_recorded(
     assert run_here(ws.root, "refs", "--delete", head).code == 0
     assert run_here(ws.root, "gc", "--grace", "0").code == 0
     assert not any(run_here(ws.root, "cat", record).code == 0 for record in records)
+
+
+def test_a_filtered_build_does_not_let_gc_reclaim_what_a_killed_build_paid_for_outside_its_filter(
+        tmp_path: Path, standin: StandIn, env: dict[str, str]) -> None:  # noqa: F811
+    """A `--model` build adopts only its model's records into the head: the killed build's runs of the other model
+    stay gc roots (its log is not told of) until a build of the whole campaign has ended. Before the session 76 review
+    the filtered build told of it, and a gc then deleted the other model's runs, paid for again by the next build."""
+    ws = many_cases(tmp_path / "ws", CASES, concurrency=2)
+    standin.set_default(text("four", latency=0.3))
+    nodes = _killed_cold_build(ws.root, standin, Path(os.environ["CLAW_STORE"]) / "builds")
+    paid = [n for n in nodes if n.get("kind") == "run" and n.get("record")]
+    assert paid, nodes
+    left_out = paid[0]["address"]["model_id"]  # the model the filtered build does not build
+    kept = [n["record"] for n in paid if n["address"]["model_id"] == left_out]
+    other = {"m1": "m2", "m2": "m1"}[left_out]
+
+    standin.set_default(text("four"))
+    assert run_here(ws.root, "build", *CAMPAIGN, "--model", other).code == 0
+    assert run_here(ws.root, "gc", "--grace", "0").code == 0
+    assert all(run_here(ws.root, "cat", record).code == 0 for record in kept), kept
+    before = len(standin.requests)
+    assert run_here(ws.root, "build", *CAMPAIGN).code == 0
+    assert len(standin.requests) - before <= CASES - len(kept)  # (none of the killed build's runs asked again)
