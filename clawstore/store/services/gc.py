@@ -203,9 +203,7 @@ def collect(store: Store, grace_s: float = DEFAULT_GRACE_S, dry_run: bool = Fals
         copies = (copies_a_dry_run_counts(store.root, locks, packs, GC_LOCK) if dry_run
                   else listed_copies(locks, packs))
         reach = Reach(store, cached=True)  # packs fsck verified are walked from their edges files
-        roots = _roots(store)
-        report.roots = len(roots)
-        reach.mark(roots.values())
+        report.roots = _mark_roots(store, reach)
         sweep_lock = contextlib.nullcontext() if dry_run else store.exclusive(SWEEP_LOCK)
         index_held = contextlib.nullcontext() if dry_run else index_lock(store.layout.locks)
         with sweep_lock, index_held:
@@ -215,9 +213,8 @@ def collect(store: Store, grace_s: float = DEFAULT_GRACE_S, dry_run: bool = Fals
             report.live_leases = sorted(lease.purpose for lease in live)
             policy = _policy(start, grace_s, live, copies)
             store.runtime.index.reload()
-            roots = _roots(store)  # refs set while we marked, and exports that began meanwhile
-            report.roots = len(roots)
-            reach.mark(roots.values())
+            # refs set while we marked, exports that began meanwhile, builds killed meanwhile (alive at the first look)
+            report.roots = _mark_roots(store, reach)
             # First as a dry run's (the kept objects counted, not held): a gc with nothing to delete or rewrite then
             # never holds the kept ones (~130 bytes an object); one with work plans again, holding them (the index is
             # locked: the same view).
@@ -266,8 +263,7 @@ def _policy(start: float, grace_s: float, live: list[LeaseInfo], copies: frozens
 
 
 def _roots(store: Store) -> dict[str, str]:
-    """{why: object id} for every ref, every running export's head, and every record a killed build recorded that no
-    later build of its campaign has adopted yet (store/buildlogs.py unadopted_records)."""
+    """{why: object id} for every ref and every running export's head."""
     roots: dict[str, str] = {}
     for name, target in iter_ref_entries(store):
         if target is None:
@@ -280,10 +276,24 @@ def _roots(store: Store) -> dict[str, str]:
                 head = lease.purpose[len(prefix):].strip()
                 if is_oid(head):
                     roots[f"{why} {lease.path.name}"] = head
-    for build_id, record in unadopted_records(store):
-        if is_oid(record):
-            roots[f"killed build {build_id} record {record}"] = record
     return roots
+
+
+def _mark_roots(store: Store, reach: Reach) -> int:
+    """Mark what every root reaches: the refs, the running exports' and reads' heads (`_roots`), and the records of
+    killed builds no later build has adopted (store/buildlogs.py unadopted_records: streamed, not held, as many as a
+    killed build finished). How many roots there were."""
+    roots = _roots(store)
+    reach.mark(roots.values())
+    marked = len(roots)
+    found = (record for _, record in unadopted_records(store) if is_oid(record))
+    while chunk := list(islice(found, UNADOPTED_AT_ONCE)):  # (a slice at a time: mark's stack holds its roots)
+        reach.mark(chunk)
+        marked += len(chunk)
+    return marked
+
+
+UNADOPTED_AT_ONCE = 8192  # killed builds' records marked at a time (~1 MB of mark's stack)
 
 
 @dataclass

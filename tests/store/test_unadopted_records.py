@@ -1,0 +1,47 @@
+"""gc's roots from killed builds (store/buildlogs.py `unadopted_records`): every record a killed build's journal names,
+a node a fix line failed after all left out, read a line at a time; none once a later build told of it, none of a
+build that ended; a damaged journal is a StoreError naming it (gc cannot know what it keeps)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from clawstore.errors import StoreError
+from clawstore.store import Store
+from clawstore.store.buildlogs import TOLD_BY, append_journal, builds_dir, encode_node, unadopted_records
+
+R = ["blake3:" + c * 64 for c in "abcd"]
+
+
+def _killed(store: Store, build_id: str, state: str = "running", **fields: object) -> None:
+    append_journal(store.root, build_id, [encode_node({"kind": "run", "record": R[0]}),
+                                          encode_node({"kind": "run", "record": R[1]}),
+                                          encode_node({"kind": "run", "record": None}),
+                                          b'{"fix":1}',
+                                          encode_node({"kind": "judge", "record": R[2]})], create=True)
+    (builds_dir(store.root) / f"{build_id}.json").write_text(json.dumps({"state": state, **fields}))
+
+
+def test_a_killed_build_s_records_are_roots_but_those_a_fix_failed(tmp_path: Path) -> None:
+    with Store(tmp_path / "store") as store:
+        _killed(store, "b1")
+        assert list(unadopted_records(store)) == [("b1", R[0]), ("b1", R[2])]
+
+
+@pytest.mark.parametrize("state, fields", [("running", {TOLD_BY: "b2"}), ("complete", {}), ("refused", {})])
+def test_none_once_told_of_or_ended(tmp_path: Path, state: str, fields: dict[str, object]) -> None:
+    with Store(tmp_path / "store") as store:
+        _killed(store, "b1", state, **fields)
+        assert list(unadopted_records(store)) == []
+
+
+def test_a_damaged_journal_stops_gc_naming_it(tmp_path: Path) -> None:
+    with Store(tmp_path / "store") as store:
+        _killed(store, "b1")
+        with open(builds_dir(store.root) / "b1.jsonl", "ab") as fh:
+            fh.write(b"{not json\n")
+        with pytest.raises(StoreError, match=r"b1\.jsonl: line 6: not a JSON node"):
+            list(unadopted_records(store))
