@@ -11,6 +11,8 @@ from typing import Any
 
 import yaml
 
+from tests.support.workspace import yaml_text
+
 REPO = Path(__file__).resolve().parents[2]
 # A workspace written for this project that uses every field of the config schema (docs/configuration.md).
 COMPAT = REPO / "tests" / "compat_corpus"
@@ -18,7 +20,7 @@ COMPAT = REPO / "tests" / "compat_corpus"
 
 def write_yaml(path: Path, data: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    path.write_text(yaml_text(data), encoding="utf-8")
 
 
 def read_yaml(path: Path) -> Any:

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.support.workspace import yaml_text
+
 REPO = Path(__file__).resolve().parents[2]
 # The last commit whose keys held a judge's `cost` and an OpenClaw run's prices (main when session 58 began).
 KEYED_WITH_PRICES = "4fe1f8c"
@@ -52,7 +54,7 @@ def runs_keyed_alike(configs: Path) -> None:
     data = yaml.safe_load(path.read_text())
     for name in ("timeout_seconds", "retries"):
         data["runner_defaults"].pop(name, None)
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    path.write_text(yaml_text(data))
 
 
 def old_claw(old: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:

