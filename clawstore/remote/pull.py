@@ -694,8 +694,8 @@ def _pull_ref(store: Transfer, remote: Remote, name: str, value: str, report: Sy
         # Nobody else moved it: the remote holds what this store last saw there, or what its own last push set out to
         # put (a push killed, or failed, after the server applied its swap: no tracking ref written). This store's
         # head is the newer one (before session 76: "both sides changed it").
-        report.refs_kept[name] = ("kept this store's newer head (the remote holds this store's own earlier push); "
-                                  "the next push sends it")
+        report.refs_kept[name] = ("kept this store's newer head (the remote holds what this store last pushed or "
+                                  "pulled there); the next push sends it")
     else:
         report.refs_kept[name] = ("both sides changed it: kept this store's head; the remote's results are "
                                   "here now, so `claw build` reuses them, then push")
