@@ -104,7 +104,9 @@ def batch_layer(how: BatchKind, session: BuildSession, nodes: list[Node], to_sub
     by_legacy: dict[int, _KeyNow] = {}
     for node in nodes:
         legacy = node.legacy
-        if node.earlier is not None and oid_hex(node.key) not in covered and (
+        # (no batch pending: no earlier key can be covered, and its documents, two a judgement since session 76, are
+        # not made)
+        if covered and node.earlier is not None and oid_hex(node.key) not in covered and (
                 legacy is None or oid_hex(legacy[0]) not in covered):
             node.legacy = next((before for before in node.earlier() if oid_hex(before[0]) in covered), legacy)
         if node.legacy is not None and oid_hex(node.key) not in covered and (
