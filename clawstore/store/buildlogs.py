@@ -9,6 +9,7 @@ import contextlib
 import json
 import os
 from collections.abc import Iterable, Iterator
+from datetime import datetime
 from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,19 +45,44 @@ def unadopted_records(store: StoreReader) -> Iterator[tuple[str, str]]:
     since, its head naming what it reused). gc's roots until then: before session 76 a gc after the grace period
     deleted them, and the next build paid for them again (tests/faults/test_killed_gc.py). A journal that cannot be
     read is a StoreError: gc cannot know what it keeps."""
+    for journal, _ in _untold_killed(store):
+        yield from ((journal.stem, record) for record in _journal_records(journal))
+
+
+def unadopted_since(store: StoreReader) -> float | None:
+    """When the earliest killed build not yet told of started (epoch seconds; 0.0 when a log does not say): gc keeps
+    every action-cache entry written since, whatever its grace period. What such a build finished after its log's last
+    write (up to LOG_WRITE_INTERVAL_S of work, its journal not naming it) has no other keeper until a build adopts
+    it (tests/gc/test_archive_elsewhere.py: a run answered 1 s before the kill)."""
+    starts = [_started(data) for _, data in _untold_killed(store)]
+    return min(starts) if starts else None
+
+
+def _started(data: dict[str, Any] | None) -> float:
+    try:
+        return datetime.fromisoformat(str((data or {})["started_at"])).timestamp()
+    except (KeyError, ValueError, TypeError, OverflowError):
+        return 0.0  # (not known: every entry is kept, as keeping more only keeps more)
+
+
+def _untold_killed(store: StoreReader) -> list[tuple[Path, dict[str, Any] | None]]:
+    """The journals of killed builds no later build has told of, each with its log's document (None: unreadable)."""
     directory = builds_dir(store.root)
     journals = sorted(directory.glob("*.jsonl")) if directory.is_dir() else []
     if not journals:
-        return
+        return []
     live = live_builds(store)
+    found = []
     for journal in journals:
         if journal.stem in live:
             continue  # (a running build: gc keeps everything while one runs)
+        data: Any = None
         with contextlib.suppress(OSError, ValueError):
             data = json.loads(journal.with_suffix(".json").read_bytes())
-            if isinstance(data, dict) and (data.get("state") != "running" or data.get(TOLD_BY)):
-                continue
-        yield from ((journal.stem, record) for record in _journal_records(journal))
+        if isinstance(data, dict) and (data.get("state") != "running" or data.get(TOLD_BY)):
+            continue
+        found.append((journal, data if isinstance(data, dict) else None))
+    return found
 
 
 def _journal_records(journal: Path) -> Iterator[str]:

@@ -5,13 +5,21 @@ build that ended; a damaged journal is a StoreError naming it (gc cannot know wh
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from clawstore.errors import StoreError
 from clawstore.store import Store
-from clawstore.store.buildlogs import TOLD_BY, append_journal, builds_dir, encode_node, unadopted_records
+from clawstore.store.buildlogs import (
+    TOLD_BY,
+    append_journal,
+    builds_dir,
+    encode_node,
+    unadopted_records,
+    unadopted_since,
+)
 
 R = ["blake3:" + c * 64 for c in "abcd"]
 
@@ -45,3 +53,18 @@ def test_a_damaged_journal_stops_gc_naming_it(tmp_path: Path) -> None:
             fh.write(b"{not json\n")
         with pytest.raises(StoreError, match=r"b1\.jsonl: line 6: not a JSON node"):
             list(unadopted_records(store))
+
+
+def test_gc_keeps_the_entries_written_since_the_earliest_untold_killed_build_began(tmp_path: Path) -> None:
+    """What a killed build finished after its log's last write is in no journal: gc keeps every entry written since it
+    began (`unadopted_since`); a start its log does not say keeps them all (0.0); none once it is told of."""
+    with Store(tmp_path / "store") as store:
+        assert unadopted_since(store) is None
+        _killed(store, "b1", started_at="2026-12-07T10:00:00Z")
+        _killed(store, "b2", started_at="2026-12-07T09:00:00+00:00")
+        assert unadopted_since(store) == datetime(2026, 12, 7, 9, tzinfo=UTC).timestamp()
+        _killed(store, "b3")  # (no start said)
+        assert unadopted_since(store) == 0.0
+        for build in ("b1", "b2", "b3"):
+            _killed(store, build, **{TOLD_BY: "b4"})
+        assert unadopted_since(store) is None
