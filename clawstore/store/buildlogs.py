@@ -9,7 +9,6 @@ import contextlib
 import json
 import os
 from collections.abc import Iterable, Iterator
-from datetime import datetime
 from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -49,20 +48,28 @@ def unadopted_records(store: StoreReader) -> Iterator[tuple[str, str]]:
         yield from ((journal.stem, record) for record in _journal_records(journal))
 
 
-def unadopted_since(store: StoreReader) -> float | None:
-    """When the earliest killed build not yet told of started (epoch seconds; 0.0 when a log does not say): gc keeps
-    every action-cache entry written since, whatever its grace period. What such a build finished after its log's last
-    write (up to LOG_WRITE_INTERVAL_S of work, its journal not naming it) has no other keeper until a build adopts
-    it (tests/gc/test_archive_elsewhere.py: a run answered 1 s before the kill)."""
-    starts = [_started(data) for _, data in _untold_killed(store)]
-    return min(starts) if starts else None
+# Seconds either side of a killed build's last log write within which gc keeps the entries it may have written
+# unjournaled: builder/execute.py writes its log when a node ends LOG_WRITE_INTERVAL_S (2 s) or more after the last
+# write, so what it finished and never journaled was stored before the kill and within 2 s of that write; the rest
+# is slack for the clocks of the writer and of the file system (an entry's time is the writer's, a file's mtime the
+# kernel's).
+UNJOURNALED_WINDOW_S = 60.0
 
 
-def _started(data: dict[str, Any] | None) -> float:
-    try:
-        return datetime.fromisoformat(str((data or {})["started_at"])).timestamp()
-    except (KeyError, ValueError, TypeError, OverflowError):
-        return 0.0  # (not known: every entry is kept, as keeping more only keeps more)
+def unadopted_windows(store: StoreReader) -> list[tuple[float, float]]:
+    """(from, to) epoch seconds around each untold killed build's last log write: gc keeps every action-cache entry
+    written within one, whatever its grace period. What such a build finished after its last write is in no journal
+    and has no other keeper until a build adopts it (tests/gc/test_archive_elsewhere.py: a run answered 1 s before the
+    kill). A window, not everything since the build began: a killed build of a campaign nobody builds again would
+    keep every later entry of the store from gc."""
+    windows = []
+    for journal, _ in _untold_killed(store):
+        last = 0.0
+        for path in (journal, journal.with_suffix(".json")):
+            with contextlib.suppress(OSError):
+                last = max(last, path.stat().st_mtime)
+        windows.append((last - UNJOURNALED_WINDOW_S, last + UNJOURNALED_WINDOW_S))
+    return windows
 
 
 def _untold_killed(store: StoreReader) -> list[tuple[Path, dict[str, Any] | None]]:
