@@ -44,19 +44,52 @@ def unadopted_records(store: StoreReader) -> Iterator[tuple[str, str]]:
     since, its head naming what it reused). gc's roots until then: before session 76 a gc after the grace period
     deleted them, and the next build paid for them again (tests/faults/test_killed_gc.py). A journal that cannot be
     read is a StoreError: gc cannot know what it keeps."""
+    for journal, _ in _untold_killed(store):
+        yield from ((journal.stem, record) for record in _journal_records(journal))
+
+
+# Seconds either side of a killed build's last log write within which gc keeps the entries it may have written
+# unjournaled: builder/execute.py writes its log when a node ends LOG_WRITE_INTERVAL_S (2 s) or more after the last
+# write, so what it finished and never journaled was stored before the kill and within 2 s of that write; the rest
+# is slack for the clocks of the writer and of the file system (an entry's time is the writer's, a file's mtime the
+# kernel's).
+UNJOURNALED_WINDOW_S = 60.0
+
+
+def unadopted_windows(store: StoreReader) -> list[tuple[float, float]]:
+    """(from, to) epoch seconds around each untold killed build's last log write: gc keeps every action-cache entry
+    written within one, whatever its grace period. What such a build finished after its last write is in no journal
+    and has no other keeper until a build adopts it (tests/gc/test_archive_elsewhere.py: a run answered 1 s before the
+    kill). A window, not everything since the build began: a killed build of a campaign nobody builds again would
+    keep every later entry of the store from gc."""
+    windows = []
+    for journal, _ in _untold_killed(store):
+        last = 0.0
+        for path in (journal, journal.with_suffix(".json")):
+            with contextlib.suppress(OSError):
+                last = max(last, path.stat().st_mtime)
+        windows.append((last - UNJOURNALED_WINDOW_S, last + UNJOURNALED_WINDOW_S))
+    return windows
+
+
+def _untold_killed(store: StoreReader) -> list[tuple[Path, dict[str, Any] | None]]:
+    """The journals of killed builds no later build has told of, each with its log's document (None: unreadable)."""
     directory = builds_dir(store.root)
     journals = sorted(directory.glob("*.jsonl")) if directory.is_dir() else []
     if not journals:
-        return
+        return []
     live = live_builds(store)
+    found = []
     for journal in journals:
         if journal.stem in live:
             continue  # (a running build: gc keeps everything while one runs)
+        data: Any = None
         with contextlib.suppress(OSError, ValueError):
             data = json.loads(journal.with_suffix(".json").read_bytes())
-            if isinstance(data, dict) and (data.get("state") != "running" or data.get(TOLD_BY)):
-                continue
-        yield from ((journal.stem, record) for record in _journal_records(journal))
+        if isinstance(data, dict) and (data.get("state") != "running" or data.get(TOLD_BY)):
+            continue
+        found.append((journal, data if isinstance(data, dict) else None))
+    return found
 
 
 def _journal_records(journal: Path) -> Iterator[str]:

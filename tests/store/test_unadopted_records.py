@@ -5,13 +5,22 @@ build that ended; a damaged journal is a StoreError naming it (gc cannot know wh
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 from clawstore.errors import StoreError
 from clawstore.store import Store
-from clawstore.store.buildlogs import TOLD_BY, append_journal, builds_dir, encode_node, unadopted_records
+from clawstore.store.buildlogs import (
+    TOLD_BY,
+    UNJOURNALED_WINDOW_S,
+    append_journal,
+    builds_dir,
+    encode_node,
+    unadopted_records,
+    unadopted_windows,
+)
 
 R = ["blake3:" + c * 64 for c in "abcd"]
 
@@ -45,3 +54,19 @@ def test_a_damaged_journal_stops_gc_naming_it(tmp_path: Path) -> None:
             fh.write(b"{not json\n")
         with pytest.raises(StoreError, match=r"b1\.jsonl: line 6: not a JSON node"):
             list(unadopted_records(store))
+
+
+def test_gc_keeps_the_entries_written_around_an_untold_killed_build_s_last_log_write(tmp_path: Path) -> None:
+    """What a killed build finished after its log's last write is in no journal: gc keeps every entry written within
+    UNJOURNALED_WINDOW_S of that write (`unadopted_windows`: its journal's or log's mtime, the later); none once it is
+    told of. Not every entry since it began: a killed build nobody builds again would keep all later ones."""
+    with Store(tmp_path / "store") as store:
+        assert unadopted_windows(store) == []
+        _killed(store, "b1")
+        last = 1_796_000_000.0
+        for path in (builds_dir(store.root) / "b1.jsonl", builds_dir(store.root) / "b1.json"):
+            os.utime(path, (last - 5, last - 5))
+        os.utime(builds_dir(store.root) / "b1.json", (last, last))
+        assert unadopted_windows(store) == [(last - UNJOURNALED_WINDOW_S, last + UNJOURNALED_WINDOW_S)]
+        _killed(store, "b1", **{TOLD_BY: "b2"})
+        assert unadopted_windows(store) == []

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, TypeVar
 from clawstore.errors import CorruptObjectError, StoreError, UsageError
 from clawstore.host import heap
 from clawstore.host.durable import fsync_path
-from clawstore.store.buildlogs import unadopted_records
+from clawstore.store.buildlogs import unadopted_records, unadopted_windows
 from clawstore.store.core import codec
 from clawstore.store.core.ids import PREFIX, is_oid
 from clawstore.store.core.index import (
@@ -167,9 +167,17 @@ class _Policy:
     cutoff: float  # files modified at or after this are kept (grace period; never later than gc's start)
     protect_after: float | None  # with live leases: objects modified at or after this are kept too
     copies: frozenset[str] = frozenset()  # packs a killed gc copied into (gc_copies): no grace period for them
+    # action-cache entries written within one of these (from, to) epoch seconds: kept (store/buildlogs.py
+    # unadopted_windows: around an untold killed build's last log write)
+    entry_windows: tuple[tuple[float, float], ...] = ()
 
     def keeps_by_age(self, mtime: float) -> bool:
         return mtime >= self.cutoff or (self.protect_after is not None and mtime >= self.protect_after)
+
+    def keeps_entry(self, written: float) -> bool:
+        """An entry is kept by its age, or as one a killed build may have written after its log's last write (store/
+        buildlogs.py unadopted_windows)."""
+        return self.keeps_by_age(written) or any(low <= written <= high for low, high in self.entry_windows)
 
     def keeps_pack(self, pack: str, mtime: float, used: bool) -> bool:
         """Whether a pack is spared by its age. A killed gc's copy that the index names nothing in (`used` False)
@@ -211,7 +219,7 @@ def collect(store: Store, grace_s: float = DEFAULT_GRACE_S, dry_run: bool = Fals
             # sweep is over before its holder touches the store, so this view is complete.
             live = [lease for lease in list_leases(store.root) if lease.alive]
             report.live_leases = sorted(lease.purpose for lease in live)
-            policy = _policy(start, grace_s, live, copies)
+            policy = _policy(start, grace_s, live, copies, tuple(unadopted_windows(store)))
             store.runtime.index.reload()
             # refs set while we marked, exports that began meanwhile, builds killed meanwhile (alive at the first look)
             report.roots = _mark_roots(store, reach)
@@ -254,12 +262,14 @@ def _take_reach(report: GcReport, reach: Reach) -> None:
     report.dangling = {PREFIX + h: (PREFIX + p if p else None) for h, p in reach.missing.items()}
 
 
-def _policy(start: float, grace_s: float, live: list[LeaseInfo], copies: frozenset[str] = frozenset()) -> _Policy:
+def _policy(start: float, grace_s: float, live: list[LeaseInfo], copies: frozenset[str] = frozenset(),
+            entry_windows: tuple[tuple[float, float], ...] = ()) -> _Policy:
     protect_after = None
     if live:
         oldest = min(lease.started_epoch or start for lease in live)
         protect_after = oldest - TOUCH_AFTER_S - LEASE_SLACK_S
-    return _Policy(cutoff=min(start, start - grace_s), protect_after=protect_after, copies=copies)
+    return _Policy(cutoff=min(start, start - grace_s), protect_after=protect_after, copies=copies,
+                   entry_windows=entry_windows)
 
 
 def _roots(store: Store) -> dict[str, str]:
@@ -383,7 +393,7 @@ def _plan(store: Store, reach: Reach, policy: _Policy, keep_all: bool, max_unuse
             continue  # a removed entry: the rewritten index simply omits it
         if is_reached:  # (a kept entry is a root: its record, reached, already holds its closure)
             pass
-        elif keep_all or policy.keeps_by_age(entry.time_ns / 1e9):
+        elif keep_all or policy.keeps_entry(entry.time_ns / 1e9):
             kept_records.append(entry.record.hex())  # a kept entry is a root: its record and outputs stay
         else:
             doomed_actions.add(key, entry)
