@@ -153,3 +153,17 @@ def test_batch_status_says_which_endpoint_answered_its_lines_402(
     assert code == 1, out + err
     assert "12 line(s) recorded now" in out and standin.base_url in out and "HTTP 402" in out, out
     assert judge_requests(standin) == 0
+
+
+def test_claw_status_says_which_endpoint_answered_the_lines_it_collects_402(
+        ws: Workspace, claw: Claw, standin: StandIn, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`claw status` collects finished batch lines too (with the same refusals): it notes the endpoint out of credit
+    (before: nothing), and still exits 0 (it reports; the failures are the judgements' records)."""
+    _judged_once(ws, claw, standin, monkeypatch, OUT_OF_CREDIT)
+    standin.batch_settings(delay=60)
+    assert build(claw, "--batch")[0] == 0
+    standin.batch_settings(delay=0)  # finished now
+    code, out, err = claw("status", *STATUS[2:])
+    assert code == 0, out + err
+    assert f"claw: note: out of credit: {standin.base_url}" in err and "HTTP 402" in err, err
+    assert batch_doc.pending(Store(Path(os.environ["CLAW_STORE"]))) == [] and judge_requests(standin) == 0
