@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from clawstore.builder import batch_doc
-from clawstore.builder.api import _plan_all, _provider_client
+from clawstore.builder.api import _LazyClient, _plan_all, _provider_client
 from clawstore.builder.batch_doc import BatchDoc
 from clawstore.builder.batching import forget_recorded
 from clawstore.builder.buildlog import BuildLog
@@ -30,6 +30,7 @@ class Collected:
     campaign_id: str
     recorded: int
     batches: list[BatchDoc]
+    stopped: str | None = None  # the endpoints that answered a final 402 (out of credit), as a build's summary says
 
 
 def collect(campaign: Campaign, store: Store, wait: bool = False, poll_s: float | None = None) -> Collected:
@@ -46,8 +47,11 @@ def collect(campaign: Campaign, store: Store, wait: bool = False, poll_s: float 
         # A session of its own: its log is never written (what it records lands in the action cache).
         log = BuildLog(store, {"id": campaign.campaign_id})
         options = BuildOptions(batch=False, wait=wait, batch_poll_s=poll_s)  # collect only: nothing is submitted
-        session = BuildSession(store, log, options, ClaimBoard(store.root, owner=log.build_id))
-        client = _provider_client(backoff_base())
+        # The build's client and refusals: a final 402 (a batch line's, a re-creation's) stops every request there
+        backoff = backoff_base()
+        client = _LazyClient(lambda: _provider_client(backoff))
+        session = BuildSession(store, log, options, ClaimBoard(store.root, owner=log.build_id),
+                               refusals=client.refusals)
         try:
             with store.lease(f"batch collect {log.build_id}"), session.claims:
                 nodes, pending, head = _plan_all(campaign, store)
@@ -60,5 +64,6 @@ def collect(campaign: Campaign, store: Store, wait: bool = False, poll_s: float 
                     batch_judges(layer, session, judges, [])
         finally:
             client.close()
-        return Collected(campaign.campaign_id, log.counts["executed"] + log.counts["failed"], batch_doc.pending(store))
+        return Collected(campaign.campaign_id, log.counts["executed"] + log.counts["failed"], batch_doc.pending(store),
+                         client.refusals.message())
 

@@ -128,7 +128,10 @@ class Batcher:
         if doc.batch_id is None:  # a process died between recording and creating it: did it create it?
             found = api.find(doc.input_file_id)
             if found is None:
-                found = api.create(doc.input_file_id, {"claw_batch": doc.name})
+                found = self._create_left(api, doc)
+                if found is None:  # its endpoint refused it (out of credit): not made, it stands for nothing
+                    batch_doc.mark(self.store, doc.name, status="failed", released=set(doc.keys))
+                    return None
             doc = batch_doc.mark(self.store, doc.name, batch_id=str(found["id"]), status=str(found["status"]),
                                  expires_at=_number(found.get("expires_at")))
             if doc is None or doc.batch_id is None:
@@ -151,6 +154,20 @@ class Batcher:
         if doc.error_object is None and state.get("error_file_id"):
             fields["error_object"] = self._keep(api.content(str(state["error_file_id"])))
         return batch_doc.mark(self.store, doc.name, **fields)
+
+    def _create_left(self, api: BatchApi, doc: BatchDoc) -> dict[str, Any] | None:
+        """Create a batch a process recorded but did not create; None where its endpoint is out of credit (refused
+        earlier in this build, or now: a final 402 noted as a submission's is), so nothing more is asked there."""
+        endpoint = Endpoint(doc.base_url, doc.api_key_env)
+        if self.refusals is not None and self.refusals.refuses(endpoint):
+            return None
+        try:
+            return api.create(doc.input_file_id, {"claw_batch": doc.name})
+        except ProviderError as exc:
+            if self.refusals is None or not is_final_402(exc):
+                raise
+            self.refusals.note(endpoint, exc)
+            return None
 
     def _keep(self, data: bytes) -> str:
         """The downloaded file, durable in the store before any line of it is used (it is paid for)."""

@@ -61,12 +61,14 @@ def status(suite: str, run_profile: str, evaluation_profile: str | None, cases: 
                                  reads_only=True).collect(wait)
     rows = _rows([d for d in collected.batches if d.campaign_id == collected.campaign_id])
     header = {"campaign": collected.campaign_id, "recorded": collected.recorded,
-              "pending": sum(r["pending"] for r in rows)}
+              "pending": sum(r["pending"] for r in rows), "stopped": collected.stopped}
     _print(rows, output, header)
     if output != "json":
         click.echo(f"\n{collected.recorded} line(s) recorded now; {header['pending']} request(s) pending in "
                    f"{len(rows)} batch(es) ({collected.campaign_id})")
-    raise SystemExit(1 if header["pending"] else 0)
+        if collected.stopped:  # (out of credit: what the build's summary says, builder/refused.py)
+            click.echo(collected.stopped)
+    raise SystemExit(1 if header["pending"] or collected.stopped else 0)
 
 
 @batch.command("cancel")

@@ -37,6 +37,7 @@ def status(suite: str, run_profile: str, evaluation_profile: str | None, cases: 
     if found.pending:
         click.echo(f"claw: note: {found.pending} request(s) pending in provider batches "
                    f"({found.recorded} recorded now); see `claw batch status`", err=True)
+    note(found.stopped)  # (collecting met a final 402: out of credit, as a build says it)
     if output == "json":
         models_json = {m: {c: kinds["run"][c] for c in COLUMNS} | {
             "layers": {k: {c: n[c] for c in COLUMNS} for k, n in kinds.items()}} for m, kinds in per_model.items()}

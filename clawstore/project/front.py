@@ -138,6 +138,7 @@ class Status:
     never_built: str | None = None
     pending: int = 0  # requests pending in provider batches
     recorded: int = 0  # batch lines recorded just now
+    stopped: str | None = None  # collecting them met an endpoint out of credit (a final 402): the build's line
 
 
 class Project:
@@ -336,7 +337,8 @@ class Project:
         if by_case is None:  # (said above otherwise: the cases planned alone hold every node the build runs)
             self._say_untrusted(seen)
         pending = sum(len(d.covered) for d in collected.batches if d.campaign_id == cid)
-        return Status(cid, per_model, never_built_message(self.store, cid), pending, collected.recorded)
+        return Status(cid, per_model, never_built_message(self.store, cid), pending, collected.recorded,
+                      collected.stopped)
 
     def _untrusted_seen(self) -> UntrustedSeen | None:
         """What counts, as a plan goes, the nodes the campaign's build would pay for though the store holds their

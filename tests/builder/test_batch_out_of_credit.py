@@ -94,3 +94,76 @@ def test_batch_lines_answered_402_stop_the_direct_requests_to_their_endpoint(
     report = json.loads(out)
     assert len([f for f in report["failures"] if "402" in f["reason"]]) == 4, report["failures"]
     assert standin.base_url in (report["stopped"] or "") and "not sent 2 runs" in report["stopped"], report
+
+
+STATUS = ("batch", "status", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev", "--output", "json")
+
+
+def _judged_once(ws: Workspace, claw: Claw, standin: StandIn, monkeypatch: pytest.MonkeyPatch,
+                 judge: dict[str, object]) -> None:
+    """4 runs built one by one; their 12 judgements not yet made (the judge answers `judge`)."""
+    monkeypatch.setenv("CLAW_BATCH_POLL_S", "0.1")
+    eval_profile(ws)
+    standin.script(JUDGE, judge)
+    assert claw.build()[0] == 0
+
+
+def test_batch_status_stops_at_a_re_creation_answered_402_and_says_so(
+        ws: Workspace, claw: Claw, standin: StandIn, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A build died between recording the judgements' batch and creating it; `claw batch status` creates it, and the
+    provider answers a final 402. Before session 76's fix the command noted nothing: it said nothing of it, its batch
+    stood for the 12 judgements still, and every `batch status` after asked again (with --wait: for ever)."""
+    from clawstore.providers.batch_api import BatchApi
+
+    _judged_once(ws, claw, standin, monkeypatch, judge_reply(7))
+    original = BatchApi.create
+
+    def dies(self: BatchApi, input_file_id: str, metadata: dict[str, str]) -> dict[str, object]:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(BatchApi, "create", dies)
+    assert claw.build("--evaluation-profile", "ev", "--batch")[0] == 130
+    monkeypatch.setattr(BatchApi, "create", original)
+    [doc] = batch_doc.pending(Store(Path(os.environ["CLAW_STORE"])))
+    assert doc.batch_id is None and len(doc.covered) == 12
+    standin.batch_settings(refuse_after=1)  # the file is there: its batch's creation is refused
+    code, out, err = claw(*STATUS)
+    assert code == 1 and out, out + err
+    shown = json.loads(out)
+    assert shown["pending"] == 0 and shown["batches"] == [], shown  # not made: it stands for nothing
+    assert standin.base_url in (shown["stopped"] or "") and "402" in shown["stopped"], shown
+    assert claw(*STATUS, "--wait")[0] == 0  # nothing left to ask (before: --wait asked again every poll, for ever)
+    assert standin.batch_stats()["refused"] == 1 and judge_requests(standin) == 0
+    standin.batch_settings(refuse_after=None)  # credit topped up: the next build sends the 12, once
+    code, report = build(claw, "--batch", "--wait")
+    assert code == 0 and {r["score"] for r in report["rows"]} == {7.0}, report["stopped"]
+    assert standin.batch_stats()["batches"] == 1 and judge_requests(standin) == 0
+
+
+def test_batch_status_says_which_endpoint_answered_its_lines_402(
+        ws: Workspace, claw: Claw, standin: StandIn, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The judgements' batch made, its lines answered HTTP 402 (out of credit as the provider ran them): `claw batch
+    status` records the 12 failures and names the endpoint out of credit, as a build's summary does (before: it said
+    '12 line(s) recorded' and exit 0, nothing of the 402), and asks nothing one by one."""
+    _judged_once(ws, claw, standin, monkeypatch, OUT_OF_CREDIT)
+    standin.batch_settings(delay=60)
+    assert build(claw, "--batch")[0] == 0
+    standin.batch_settings(delay=0.2)
+    code, out, err = claw(*STATUS[:-2], "--wait")
+    assert code == 1, out + err
+    assert "12 line(s) recorded now" in out and standin.base_url in out and "HTTP 402" in out, out
+    assert judge_requests(standin) == 0
+
+
+def test_claw_status_says_which_endpoint_answered_the_lines_it_collects_402(
+        ws: Workspace, claw: Claw, standin: StandIn, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`claw status` collects finished batch lines too (with the same refusals): it notes the endpoint out of credit
+    (before: nothing), and still exits 0 (it reports; the failures are the judgements' records)."""
+    _judged_once(ws, claw, standin, monkeypatch, OUT_OF_CREDIT)
+    standin.batch_settings(delay=60)
+    assert build(claw, "--batch")[0] == 0
+    standin.batch_settings(delay=0)  # finished now
+    code, out, err = claw("status", *STATUS[2:])
+    assert code == 0, out + err
+    assert f"claw: note: out of credit: {standin.base_url}" in err and "HTTP 402" in err, err
+    assert batch_doc.pending(Store(Path(os.environ["CLAW_STORE"]))) == [] and judge_requests(standin) == 0

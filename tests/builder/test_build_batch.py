@@ -79,7 +79,7 @@ def test_batch_status_collects_and_lists(scored: Workspace, claw: Claw, standin:
     standin.batch_settings(delay=0.3)  # it finishes while `--wait` polls
     code, out, _ = claw(*args, "--wait", "--output", "json")
     assert code == 0 and json.loads(out) == {"batches": [], "campaign": json.loads(out)["campaign"],
-                                             "pending": 0, "recorded": 12}
+                                             "pending": 0, "recorded": 12, "stopped": None}
     code, report = build(claw)
     assert {r["eval"] for r in report["rows"]} == {"exec"}  # the records are there: only results were left
     assert judge_requests(standin) == 0

@@ -213,3 +213,35 @@ def test_the_last_request_refused_with_a_402_is_out_of_credit(words: str, said: 
     lines = [json.dumps(e) for e in (USER, ANSWERED, _refused(words))]
     assert out_of_credit(jsonl_answers("\n".join(lines))) == said
     assert out_of_credit(jsonl_answers("\n".join([*lines, json.dumps(ANSWERED)]))) is None
+
+
+OUT_OF_CREDIT_WORDS = "402 Insufficient credits. Add more using https://openrouter.ai/settings/credits"
+
+
+@pytest.mark.parametrize("refused_first", [True, False], ids=["refused_part_first", "answered_part_first"])
+def test_a_402_ending_any_part_of_a_run_stays_out_of_credit_when_the_parts_are_merged(refused_first: bool) -> None:
+    """A run's transcripts (its session files, or its databases: runner.py `model_answers`) are parts in no order one
+    can trust: one part ending in a 402 says the endpoint refused the agent's key though another part's last request
+    was answered. Merged, the run is out of credit (the endpoint is stopped) and its model was answering (what a
+    timeout keeps). Before: the answered part cleared the 402, in either order, and the endpoint was asked again."""
+    from clawstore.runners.openclaw.transcript import Answers, out_of_credit
+
+    refused = jsonl_answers("\n".join(json.dumps(e) for e in (USER, ANSWERED, _refused(OUT_OF_CREDIT_WORDS))))
+    answered = jsonl_answers("\n".join(json.dumps(e) for e in (USER, ANSWERED, ANSWERED)))
+    merged = Answers()
+    for part in ((refused, answered) if refused_first else (answered, refused)):
+        merged += part
+    assert out_of_credit(merged) == "Insufficient credits. Add more using https://openrouter.ai/settings/credits"
+    assert merged.last_answered and merged.requests == 3
+
+
+@pytest.mark.parametrize("refused_first", [True, False], ids=["402_first", "503_first"])
+def test_a_402_ending_one_part_is_not_hidden_by_another_refusal_ending_another(refused_first: bool) -> None:
+    from clawstore.runners.openclaw.transcript import Answers, out_of_credit
+
+    parts = [jsonl_answers(json.dumps(_refused(OUT_OF_CREDIT_WORDS))), jsonl_answers(json.dumps(FAILED))]
+    merged = Answers()
+    for part in (parts if refused_first else parts[::-1]):
+        merged += part
+    assert out_of_credit(merged) == "Insufficient credits. Add more using https://openrouter.ai/settings/credits"
+    assert not merged.last_answered

@@ -62,7 +62,8 @@ class Answers:
     run cut off by its timeout spent at least."""
 
     last_answered: bool = False
-    refused: str | None = None  # the last request's errorMessage when it was refused (None: answered, or none)
+    # The last request's errorMessage when it was refused (None: answered, or none); merged, a part's (a 402's first)
+    refused: str | None = None
     requests: int = 0
     tokens: dict[str, int] = field(default_factory=lambda: dict.fromkeys(USAGE_COUNTS, 0))
 
@@ -76,8 +77,13 @@ class Answers:
                 self.tokens[name] += value
 
     def __iadd__(self, other: Answers) -> Answers:
+        """Merge another part of the run (a session file, a database): they come in no order one can trust, so the
+        model was answering if any part's last request was answered (what a timeout keeps: runner.py), and a part's
+        last request refused with a 402 stays (out of credit whatever the other parts say: the endpoint is stopped)."""
         self.last_answered = self.last_answered or other.last_answered
-        self.refused = None if self.last_answered else (other.refused or self.refused)
+        refusals = [words for words in (self.refused, other.refused) if words is not None]
+        self.refused = next((words for words in refusals if _payment_required(words) is not None),
+                            refusals[0] if refusals else None)
         self.requests += other.requests
         for name in USAGE_COUNTS:
             self.tokens[name] += other.tokens[name]
@@ -108,11 +114,14 @@ def answers(entries: Iterable[str]) -> Answers:
 
 
 def out_of_credit(found: Answers) -> str | None:
-    """The provider's words when the model's last request was refused with HTTP 402 (out of credit: no `Retry-After`
-    reaches the transcript, so a 402 there is taken as final), else None."""
-    if found.last_answered or found.refused is None:
-        return None
-    match = _PAYMENT_REQUIRED.match(found.refused.strip())
+    """The provider's words when the model's last request (of any part of the run: `Answers.__iadd__`) was refused
+    with HTTP 402 (out of credit: no `Retry-After` reaches the transcript, so a 402 there is taken as final), else
+    None."""
+    return None if found.refused is None else _payment_required(found.refused)
+
+
+def _payment_required(words: str) -> str | None:
+    match = _PAYMENT_REQUIRED.match(words.strip())
     return None if match is None else " ".join(match.group(1).split()) or "HTTP 402"
 
 
