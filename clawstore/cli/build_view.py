@@ -42,7 +42,8 @@ def killed_in(store_dir: Path | None, campaign_id: str) -> tuple[list[dict[str, 
     only when a build left a journal in it (else none was killed); no store: nothing was built, nor killed."""
     from clawstore.cli.common import existing_store_root, open_existing
     from clawstore.errors import StoreError
-    from clawstore.spend.killed import journals, killed_builds, killed_notes
+    from clawstore.spend.killed import killed_builds, killed_notes
+    from clawstore.store.buildlogs import journals
 
     try:
         root = existing_store_root(store_dir)

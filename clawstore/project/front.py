@@ -94,7 +94,8 @@ class Built:
 def _killed(store: Store, campaign_id: str) -> list[KilledBuild]:
     """The campaign's builds killed and not told of yet (a store that no build left a journal in is not asked: none
     was killed)."""
-    from clawstore.spend.killed import journals, killed_builds
+    from clawstore.spend.killed import killed_builds
+    from clawstore.store.buildlogs import journals
 
     try:  # (a note: never what fails a build, nor stops it from starting)
         return killed_builds(store, campaign_id) if journals(store.root) else []
@@ -454,7 +455,7 @@ class Project:
     def _killed_at_start(self) -> list[KilledBuild]:
         """The campaign's builds found killed as a build starts. A store not there yet is not made for it (none was
         killed in it): a build refused by its own checks (no key, a key it cannot send) leaves no store."""
-        from clawstore.spend.killed import journals
+        from clawstore.store.buildlogs import journals
 
         if self._store is None and not journals(resolve_store_dir(self.store_dir, self.campaign.root)):
             return []
@@ -462,7 +463,7 @@ class Project:
 
     def _from_stamp(self, found: stamping.Stamping) -> Built | None:
         from clawstore.builder import stamp
-        from clawstore.spend.killed import journals
+        from clawstore.store.buildlogs import journals
         from clawstore.store.documents import TOKEN_METRICS
 
         doc = stamping.matching_stamp(found)

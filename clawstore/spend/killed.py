@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clawstore.errors import StoreError
-from clawstore.store.buildlogs import TOLD_BY, builds_dir, live_builds, set_build_log_field
+from clawstore.store.buildlogs import TOLD_BY, set_build_log_field, untold_killed
 from clawstore.store.documents import BuildLogDoc, read_build_log_doc
 from clawstore.values.costs import CostSum
 
@@ -46,32 +46,15 @@ class KilledBuild:
                 "claw build)")
 
 
-def journals(store_root: Path) -> list[Path]:
-    """The build logs' journals, what a running or killed build leaves (none: no build was killed, and no Store need
-    be opened to say so)."""
-    directory = builds_dir(store_root)
-    return sorted(directory.glob("*.jsonl")) if directory.is_dir() else []
-
-
 def killed_builds(store: Store, campaign_id: str) -> list[KilledBuild]:
     """The builds of `campaign_id` killed and not yet told of by a later build: a log still `running` with its journal
-    beside it (a build seals both at its end), no live lease, and no `told_by` (`tell`). A damaged log is
-    passed over."""
-    found_journals = journals(store.root)
-    if not found_journals:
-        return []
-    live = live_builds(store)
+    beside it (a build seals both at its end), no live lease, and no `told_by` (`tell`; store/buildlogs.py
+    untold_killed). A damaged log is passed over."""
     found = []
-    for journal in found_journals:
-        if journal.stem in live:
-            continue
-        logged = _logged(journal)
-        if logged is None:
-            continue
-        build, doc, data = logged
-        if doc.state != "running" or doc.campaign_id != campaign_id or data.get(TOLD_BY):
-            continue
-        found.append(build)
+    for journal, data in untold_killed(store):
+        logged = None if data is None else _from_log(journal, data)
+        if logged is not None and logged[1].campaign_id == campaign_id:
+            found.append(logged[0])
     return found
 
 
@@ -85,11 +68,17 @@ def as_logged(journal: Path) -> KilledBuild | None:
 
 
 def _logged(journal: Path) -> tuple[KilledBuild, BuildLogDoc, dict[str, Any]] | None:
-    path = journal.with_suffix(".json")
     try:
-        data = json.loads(path.read_bytes())
-        doc = read_build_log_doc(data, str(path))
-    except (OSError, ValueError, StoreError):
+        data = json.loads(journal.with_suffix(".json").read_bytes())
+    except (OSError, ValueError):
+        return None
+    return _from_log(journal, data)
+
+
+def _from_log(journal: Path, data: Any) -> tuple[KilledBuild, BuildLogDoc, dict[str, Any]] | None:
+    try:
+        doc = read_build_log_doc(data, str(journal.with_suffix(".json")))
+    except (ValueError, StoreError):
         return None
     executed = int(doc.counts.get("executed") or 0) + int(doc.counts.get("failed") or 0)
     return KilledBuild(journal.stem, executed, CostSum.of_build(doc.metrics)), doc, data

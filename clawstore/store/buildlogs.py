@@ -44,7 +44,7 @@ def unadopted_records(store: StoreReader) -> Iterator[tuple[str, str]]:
     since, its head naming what it reused). gc's roots until then: before session 76 a gc after the grace period
     deleted them, and the next build paid for them again (tests/faults/test_killed_gc.py). A journal that cannot be
     read is a StoreError: gc cannot know what it keeps."""
-    for journal, _ in _untold_killed(store):
+    for journal, _ in untold_killed(store):
         yield from ((journal.stem, record) for record in _journal_records(journal))
 
 
@@ -63,7 +63,7 @@ def unadopted_windows(store: StoreReader) -> list[tuple[float, float]]:
     kill). A window, not everything since the build began: a killed build of a campaign nobody builds again would
     keep every later entry of the store from gc."""
     windows = []
-    for journal, _ in _untold_killed(store):
+    for journal, _ in untold_killed(store):
         last = 0.0
         for path in (journal, journal.with_suffix(".json")):
             with contextlib.suppress(OSError):
@@ -72,15 +72,23 @@ def unadopted_windows(store: StoreReader) -> list[tuple[float, float]]:
     return windows
 
 
-def _untold_killed(store: StoreReader) -> list[tuple[Path, dict[str, Any] | None]]:
-    """The journals of killed builds no later build has told of, each with its log's document (None: unreadable)."""
-    directory = builds_dir(store.root)
-    journals = sorted(directory.glob("*.jsonl")) if directory.is_dir() else []
-    if not journals:
+def journals(store_root: Path | str) -> list[Path]:
+    """The build logs' journals, what a running or killed build leaves (none: no build was killed, and no Store need
+    be opened to say so)."""
+    directory = builds_dir(store_root)
+    return sorted(directory.glob("*.jsonl")) if directory.is_dir() else []
+
+
+def untold_killed(store: StoreReader) -> list[tuple[Path, dict[str, Any] | None]]:
+    """The journals of killed builds no later build has told of (no live lease, the log still `running`, no
+    `told_by`), each with its log's document as JSON (None: unreadable). What gc keeps (`unadopted_records`,
+    `unadopted_windows`) and what spend/killed.py names."""
+    found_journals = journals(store.root)
+    if not found_journals:
         return []
     live = live_builds(store)
     found = []
-    for journal in journals:
+    for journal in found_journals:
         if journal.stem in live:
             continue  # (a running build: gc keeps everything while one runs)
         data: Any = None
