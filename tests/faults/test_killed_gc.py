@@ -6,17 +6,12 @@ kill deleted them, and the next build paid for every one again (real `claw` proc
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import time
 from pathlib import Path
 
-from clawstore.spend.killed import as_logged
 from clawstore.store.buildlogs import read_journal
 from clawstore.testing.standin import StandIn, text
-from tests.hostile.attack import CLAW
 from tests.support.claw import env  # noqa: F401 - fixture
+from tests.support.killing import build_killed_when
 from tests.support.prepared import run_here
 from tests.support.workspace import many_cases
 
@@ -24,24 +19,11 @@ CAMPAIGN = ("--suite", "main", "--run-profile", "rp")
 CASES = 12  # x two models: 24 runs
 
 
-def _killed_cold_build(ws_root: Path, standin: StandIn, builds: Path, *flags: str) -> list[dict]:
+def _killed_cold_build(ws_root: Path, standin: StandIn, *flags: str) -> list[dict]:
     """A build of the campaign SIGKILLed once its log counts three runs recorded; its journal's nodes."""
-    build = subprocess.Popen([CLAW, "build", *CAMPAIGN, *flags], cwd=ws_root, env=dict(os.environ),
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 120
-        while build.poll() is None and time.monotonic() < deadline:
-            journals = list(builds.glob("*.jsonl"))
-            logged = as_logged(journals[0]) if journals else None
-            if logged is not None and logged.executed >= 3:
-                break
-            time.sleep(0.02)
-        else:
-            raise AssertionError(f"never recorded three runs (exit {build.poll()}): {len(standin.requests)} sent")
-    finally:
-        build.send_signal(signal.SIGKILL)
-        build.wait()
-    [journal] = list(builds.glob("*.jsonl"))
+    journal = build_killed_when(ws_root, [*CAMPAIGN, *flags],
+                                lambda logged: logged is not None and logged.executed >= 3,
+                                lambda: f"{len(standin.requests)} sent")
     return read_journal(journal)
 
 
@@ -49,8 +31,7 @@ def test_a_gc_after_the_grace_period_keeps_what_a_killed_build_paid_for(
         tmp_path: Path, standin: StandIn, env: dict[str, str]) -> None:  # noqa: F811
     ws = many_cases(tmp_path / "ws", CASES, concurrency=2)
     standin.set_default(text("four", latency=0.3))
-    builds = Path(os.environ["CLAW_STORE"]) / "builds"
-    nodes = _killed_cold_build(ws.root, standin, builds)
+    nodes = _killed_cold_build(ws.root, standin)
     paid = [n for n in nodes if n.get("kind") == "run" and n.get("record")]
     assert len(paid) >= 3, nodes
 
@@ -80,7 +61,7 @@ def test_retiring_the_campaign_lets_gc_reclaim_what_its_killed_build_recorded(
     assert run_here(ws.root, "build", *CAMPAIGN).code == 0
     [head] = [name for name in json.loads(run_here(ws.root, "refs", "--json").stdout) if name.startswith("campaigns/")]
     standin.set_default(text("four", latency=0.3))
-    nodes = _killed_cold_build(ws.root, standin, Path(os.environ["CLAW_STORE"]) / "builds", "--force")
+    nodes = _killed_cold_build(ws.root, standin, "--force")
     records = [n["record"] for n in nodes if n.get("kind") == "run" and n.get("record")]
     assert records, nodes
 
@@ -98,7 +79,7 @@ def test_a_filtered_build_does_not_let_gc_reclaim_what_a_killed_build_paid_for_o
     the filtered build told of it, and a gc then deleted the other model's runs, paid for again by the next build."""
     ws = many_cases(tmp_path / "ws", CASES, concurrency=2)
     standin.set_default(text("four", latency=0.3))
-    nodes = _killed_cold_build(ws.root, standin, Path(os.environ["CLAW_STORE"]) / "builds")
+    nodes = _killed_cold_build(ws.root, standin)
     paid = [n for n in nodes if n.get("kind") == "run" and n.get("record")]
     assert paid, nodes
     left_out = paid[0]["address"]["model_id"]  # the model the filtered build does not build

@@ -7,18 +7,14 @@ build killed by SIGKILL, the stand-in server; the commands after it in the test'
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from clawstore.spend.killed import KilledBuild, as_logged
+from clawstore.spend.killed import KilledBuild
 from clawstore.testing.standin import StandIn, text
-from tests.hostile.attack import CLAW
 from tests.support.claw import env  # noqa: F401 - fixture
+from tests.support.killing import build_killed_when
 from tests.support.prepared import run_here
 from tests.support.workspace import Workspace, many_cases
 
@@ -37,22 +33,8 @@ def _built_then_killed(tmp_path: Path, standin: StandIn, reply: dict[str, Any], 
     assert run_here(ws.root, "build", *CAMPAIGN).code == 0
     standin.set_default(reply)
     sent = len(standin.requests)
-    builds = Path(os.environ["CLAW_STORE"]) / "builds"
-    build = subprocess.Popen([CLAW, "build", *CAMPAIGN, "--force"], cwd=ws.root, env=dict(os.environ),
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 120
-        while build.poll() is None and time.monotonic() < deadline:
-            journals = list(builds.glob("*.jsonl"))  # (the running build's: a finished one sealed its own)
-            if ready(standin.requests[sent:], as_logged(journals[0]) if journals else None):
-                break
-            time.sleep(0.02)
-        else:
-            raise AssertionError(f"never ready to be killed (exit {build.poll()}): {standin.requests[sent:]}")
-    finally:
-        build.send_signal(signal.SIGKILL)
-        build.wait()
-    [journal] = list(builds.glob("*.jsonl"))
+    journal = build_killed_when(ws.root, [*CAMPAIGN, "--force"], lambda logged: ready(standin.requests[sent:], logged),
+                                lambda: standin.requests[sent:])
     return ws, journal.stem
 
 
