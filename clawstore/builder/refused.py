@@ -20,7 +20,10 @@ EndpointKey = tuple[str, str | None]  # (base URL, the key's variable): credit i
 
 
 def _key(endpoint: Endpoint) -> EndpointKey:
-    return endpoint.base_url, endpoint.api_key_env
+    # The variable whose key is sent, not the one declared: a provider batch's record keeps the one in use (none for a
+    # server $OPENROUTER_BASE_URL names, $OPENROUTER_API_KEY unset), a node's endpoint the declared one; one 402 is
+    # one refusal whichever side met it (before session 77 it was filed twice, and the other name still asked)
+    return endpoint.base_url, endpoint.key_env_in_use()
 
 
 def _named(key: EndpointKey) -> str:
