@@ -153,6 +153,9 @@ def test_batch_status_says_which_endpoint_answered_its_lines_402(
     assert code == 1, out + err
     assert "12 line(s) recorded now" in out and standin.base_url in out and "HTTP 402" in out, out
     assert judge_requests(standin) == 0
+    # the line says where nothing more was sent: no build ran (before session 77: "in this build")
+    [line] = [line for line in out.splitlines() if line.startswith("out of credit: ")]
+    assert "build:" not in line and "Nothing more was sent there while collecting the campaign's batches" in line, line
 
 
 def test_claw_status_says_which_endpoint_answered_the_lines_it_collects_402(
@@ -166,6 +169,8 @@ def test_claw_status_says_which_endpoint_answered_the_lines_it_collects_402(
     code, out, err = claw("status", *STATUS[2:])
     assert code == 0, out + err
     assert f"claw: note: out of credit: {standin.base_url}" in err and "HTTP 402" in err, err
+    [line] = [line for line in err.splitlines() if line.startswith("claw: note: out of credit: ")]
+    assert "build:" not in line and "Nothing more was sent there while collecting the campaign's batches" in line, line
     assert batch_doc.pending(Store(Path(os.environ["CLAW_STORE"]))) == [] and judge_requests(standin) == 0
 
 
