@@ -36,6 +36,7 @@ from clawstore.store.untrusted import promote_trusted
 if TYPE_CHECKING:
     from clawstore.builder.clients import ChatClient, OpenClawCluster, ProviderConnection
     from clawstore.builder.eval_layer import EvalLayer
+    from clawstore.builder.refused import Refusals
     from clawstore.builder.session import BuildSession
     from clawstore.config.campaign import Campaign, CampaignItem
     from clawstore.config.models import ModelConfig
@@ -317,11 +318,12 @@ def _client(options: BuildOptions) -> _LazyClient:
 class _LazyClient:
     """One provider client (one connection pool) per build, created only if something calls out."""
 
-    def __init__(self, make: Callable[[], ProviderConnection]) -> None:
+    def __init__(self, make: Callable[[], ProviderConnection], refusals: Refusals | None = None) -> None:
         from clawstore.builder.refused import Refusals
 
         self._make = make
-        self.refusals = Refusals()  # endpoints out of credit: no further request goes to them (builder/refused.py)
+        # endpoints out of credit: no further request goes to them (builder/refused.py; an empty one is falsy)
+        self.refusals = refusals if refusals is not None else Refusals()
         self._client: ProviderConnection | None = None
         self._error: Exception | None = None  # what creating it in the background raised
         self._warming: threading.Thread | None = None

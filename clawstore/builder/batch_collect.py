@@ -16,6 +16,7 @@ from clawstore.builder.batch_doc import BatchDoc
 from clawstore.builder.batching import forget_recorded
 from clawstore.builder.buildlog import BuildLog
 from clawstore.builder.cyclic_gc import collector_paused
+from clawstore.builder.refused import COLLECTING, Refusals
 from clawstore.builder.session import BuildOptions, BuildSession
 from clawstore.host.machine_settings import backoff_base
 from clawstore.store.claims import ClaimBoard
@@ -49,7 +50,7 @@ def collect(campaign: Campaign, store: Store, wait: bool = False, poll_s: float 
         options = BuildOptions(batch=False, wait=wait, batch_poll_s=poll_s)  # collect only: nothing is submitted
         # The build's client and refusals: a final 402 (a batch line's, a re-creation's) stops every request there
         backoff = backoff_base()
-        client = _LazyClient(lambda: _provider_client(backoff))
+        client = _LazyClient(lambda: _provider_client(backoff), Refusals(COLLECTING))  # (its words: no build ran)
         session = BuildSession(store, log, options, ClaimBoard(store.root, owner=log.build_id),
                                refusals=client.refusals)
         try:

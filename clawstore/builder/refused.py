@@ -16,11 +16,17 @@ from clawstore.values.urls import shown_url
 if TYPE_CHECKING:
     from clawstore.providers.endpoint import Endpoint
 
+BUILD = "in this build"
+COLLECTING = "while collecting the campaign's batches"  # `claw batch status`, `claw status` (builder/batch_collect.py)
+
 EndpointKey = tuple[str, str | None]  # (base URL, the key's variable): credit is a key's at one provider
 
 
 def _key(endpoint: Endpoint) -> EndpointKey:
-    return endpoint.base_url, endpoint.api_key_env
+    # The variable whose key is sent, not the one declared: a provider batch's record keeps the one in use (none for a
+    # server $OPENROUTER_BASE_URL names, $OPENROUTER_API_KEY unset), a node's endpoint the declared one; one 402 is
+    # one refusal whichever side met it (before session 77 it was filed twice, and the other name still asked)
+    return endpoint.base_url, endpoint.key_env_in_use()
 
 
 def _named(key: EndpointKey) -> str:
@@ -37,7 +43,10 @@ def is_final_402(error: BaseException) -> bool:
 class Refusals:
     """The endpoints a final 402 came from in this build, what each said, and what was not sent to them since."""
 
-    def __init__(self) -> None:
+    def __init__(self, where: str = BUILD) -> None:
+        # where nothing more was sent, as the words say it: a build, or `claw batch status` / `claw status` collecting
+        # batch lines outside one (COLLECTING; before session 77 they said "in this build" there too)
+        self.where = where
         self._lock = threading.Lock()
         self._said: dict[EndpointKey, str] = {}  # the first 402's message, per endpoint
         self.not_sent = 0  # requests refused here (a conversation's next turn, a judgement already started)
@@ -70,8 +79,8 @@ class Refusals:
             return
         with self._lock:
             self.not_sent += 1
-        raise ProviderError("http_error", f"not sent: {_named(_key(endpoint))} answered HTTP 402 earlier in this "
-                            f"build: {said}", status_code=402, usage=Usage.unsent(), attempts=0,
+        raise ProviderError("http_error", f"not sent: {_named(_key(endpoint))} answered HTTP 402 earlier "
+                            f"{self.where}: {said}", status_code=402, usage=Usage.unsent(), attempts=0,
                             metadata={"status_code": 402, "not_sent": True})
 
     def skipped(self, kind: str) -> None:
@@ -88,5 +97,6 @@ class Refusals:
                   for kind, count in sorted(self.not_started.items())]
         if self.not_sent:
             undone.append(f"{self.not_sent} request{'s' if self.not_sent != 1 else ''} of nodes already started")
-        return (f"out of credit: {names}. Nothing more was sent there in this build: not sent "
-                f"{', '.join(undone) or 'nothing (none was left)'}; the next build sends them")
+        return (f"out of credit: {names}. Nothing more was sent there {self.where}: not sent "
+                f"{', '.join(undone) or 'nothing (none was left)'}; the next build sends "
+                f"{'them' if self.where == BUILD else 'what was refused or not sent'}")

@@ -153,6 +153,9 @@ def test_batch_status_says_which_endpoint_answered_its_lines_402(
     assert code == 1, out + err
     assert "12 line(s) recorded now" in out and standin.base_url in out and "HTTP 402" in out, out
     assert judge_requests(standin) == 0
+    # the line says where nothing more was sent: no build ran (before session 77: "in this build")
+    [line] = [line for line in out.splitlines() if line.startswith("out of credit: ")]
+    assert "build:" not in line and "Nothing more was sent there while collecting the campaign's batches" in line, line
 
 
 def test_claw_status_says_which_endpoint_answered_the_lines_it_collects_402(
@@ -166,4 +169,36 @@ def test_claw_status_says_which_endpoint_answered_the_lines_it_collects_402(
     code, out, err = claw("status", *STATUS[2:])
     assert code == 0, out + err
     assert f"claw: note: out of credit: {standin.base_url}" in err and "HTTP 402" in err, err
+    [line] = [line for line in err.splitlines() if line.startswith("claw: note: out of credit: ")]
+    assert "build:" not in line and "Nothing more was sent there while collecting the campaign's batches" in line, line
     assert batch_doc.pending(Store(Path(os.environ["CLAW_STORE"]))) == [] and judge_requests(standin) == 0
+
+
+def test_a_re_creation_refused_with_no_key_set_stops_the_endpoint_under_one_name(
+        ws: Workspace, claw: Claw, standin: StandIn, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`$OPENROUTER_BASE_URL` set and no `$OPENROUTER_API_KEY` (no key sent: the default endpoint's key is optional).
+    A build died between recording the judgements' batch and creating it; the next `claw build --batch` creates it and
+    the provider answers a final 402. Before session 77 the refusal was filed under the key the batch's record keeps
+    (none in use) while the judgements ask under the one declared ($OPENROUTER_API_KEY): the same endpoint was asked
+    again (a second upload, a second 402) and the summary named it twice, once with a key that is not set."""
+    from clawstore.providers.batch_api import BatchApi
+
+    monkeypatch.delenv("OPENROUTER_API_KEY")
+    _judged_once(ws, claw, standin, monkeypatch, judge_reply(7))
+    original = BatchApi.create
+
+    def dies(self: BatchApi, input_file_id: str, metadata: dict[str, str]) -> dict[str, object]:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(BatchApi, "create", dies)
+    assert claw.build("--evaluation-profile", "ev", "--batch")[0] == 130
+    monkeypatch.setattr(BatchApi, "create", original)
+    [doc] = batch_doc.pending(Store(Path(os.environ["CLAW_STORE"])))
+    assert doc.batch_id is None and doc.api_key_env is None  # (the key in use: none)
+    standin.batch_settings(refuse_after=1)  # the file is there: its batch's creation is refused, and all after it
+    code, report = build(claw, "--batch")
+    assert code == 1, report
+    stopped = report["stopped"] or ""
+    assert standin.batch_stats()["refused"] == 1, (standin.batch_stats(), stopped)  # nothing asked after the 402
+    assert stopped.count(standin.base_url) == 1 and "$OPENROUTER_API_KEY" not in stopped, stopped
+    assert "not sent 12 judgements" in stopped and judge_requests(standin) == 0, stopped
