@@ -119,6 +119,9 @@ def import_command(file: Path, configs_to: Path | None, pins: tuple[str, ...], u
     for name, current in report.refs_kept.items():
         hint = "" if name.startswith(PIN_PREFIX) else " (use --pin NAME to keep the archive's state as well)"
         click.echo(f"claw: warning: ref {name} already points at {current}; left unchanged{hint}", err=True)
+    if report.kept_by is not None:
+        click.echo(f"kept from gc by ref {report.kept_by} (the results the archive carries beyond its head; once "
+                   f"built, `claw refs --delete {report.kept_by}` lets gc reclaim what no head names)")
     if configs_to is not None and imported.configs is not None:
         write_configs(store, imported.configs, configs_to)
         click.echo(f"configs written to {configs_to / 'configs'}")

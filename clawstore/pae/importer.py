@@ -20,7 +20,6 @@ from clawstore.pae.layout import (
     run_profile_dirs,
 )
 from clawstore.pae.mapping import claw_artifact, judge_iteration, mismatch
-from clawstore.store.core.ids import PREFIX
 from clawstore.values.clock import utc_now
 
 if TYPE_CHECKING:
@@ -72,21 +71,14 @@ def import_pae(store: Store, root: Path) -> ImportReport:
     return report
 
 
-IMPORTS = "imports/"  # refs of imports: each names what one import stored or found (a gc root, like a pin)
-
-
 def keep_imported(store: Store, report: ImportReport) -> None:
     """Keep what the import stored or found from gc: no head names it until a build adopts it, and before session 76 a
     `claw gc` past its grace period in between deleted every imported run and judgement, so the build paid for all of
-    them again (tests/pae/test_import_pae.py). One object lists their records; the ref `imports/pae-<its id>` names
-    it, until the user deletes it (`claw refs --delete`), as a pin (docs/import-pae.md)."""
-    if not report.records:
-        return
-    with store.batch():  # (durable before the ref names it)
-        listing = store.put_json({"kind": "pae_import", "records": sorted(set(report.records))})
-    # (named by what it keeps: importing the same again names the same ref, and two imports never one)
-    report.kept_by = f"{IMPORTS}pae-{listing.removeprefix(PREFIX)[:16]}"
-    store.set_ref(report.kept_by, listing)
+    them again (tests/pae/test_import_pae.py). The ref `imports/pae-<id>` (store/kept.py) keeps them, until the user
+    deletes it (`claw refs --delete`), as a pin (docs/import-pae.md)."""
+    from clawstore.store.kept import keep_imported as keep
+
+    report.kept_by = keep(store, "pae", report.records)
 
 
 def _load(root: Path, suite: str, run_profile: str, evaluation: str | None, report: ImportReport) -> Any:

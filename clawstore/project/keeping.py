@@ -145,7 +145,12 @@ def import_archive(file: Path, store_dir: Path | None, configs_to: Path | None, 
                    untrusted: bool) -> Imported:
     """Verify an archive completely, then add its objects, action-cache entries and campaign ref to the
     store (with `configs_to`: by default DIR/store; `write_configs` then writes the workspace)."""
-    from clawstore.builder.campaign_archive import adopt_imported_head, campaign_archive_check, configs_of
+    from clawstore.builder.campaign_archive import (
+        adopt_imported_head,
+        beyond_head_records,
+        campaign_archive_check,
+        configs_of,
+    )
     from clawstore.store.core.names import check_name
     from clawstore.store.services.archive_import import import_into, import_target_problem
 
@@ -162,7 +167,8 @@ def import_archive(file: Path, store_dir: Path | None, configs_to: Path | None, 
     if problem is not None:
         raise UsageError(f"--store {target}: {problem}")
     store, report = import_into(target, file, pins=pin_refs, untrusted=untrusted,
-                                check=campaign_archive_check(f"archive {file}", configs_to is not None))
+                                check=campaign_archive_check(f"archive {file}", configs_to is not None),
+                                keep=beyond_head_records)
     head = report.summary.manifest.head
     if report.kept_apart is None and head is not None:
         adopt_imported_head(store, head)

@@ -96,6 +96,8 @@ def test_import_elsewhere_rebuilds_with_zero_requests_and_reports_the_same(
     code, out, err = claw("archive", "import", str(archive), "--store", str(other))
     assert code == 0, err
     assert "0 already present" in out
+    assert "kept from gc" not in out  # (nothing beyond its head: no imports/ ref, tests/gc/test_archive_elsewhere.py)
+    assert list(json.loads(claw("refs", "--json", "--store", str(other))[1])) == ["campaigns/main__rp__ev"]
     after_import = state(other)
     assert _report(claw, "--store", str(other)) == origin
     code, out, err = claw("query", "select count(*) as n from runs", "--format", "json", "--store", str(other))

@@ -61,17 +61,22 @@ def _asked(standin: StandIn, since: int) -> Counter[tuple[str, str]]:
     return Counter((r["model"], last_prompt(r["messages"])) for r in standin.requests[since:])
 
 
-def test_a_campaign_with_a_killed_builds_work_rebuilds_elsewhere_as_it_would_here(
-        ws: Workspace, claw: Claw, standin: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _exported(ws: Workspace, claw: Claw, standin: StandIn, archive: Path) -> Path:
+    """The campaign, its failed run and what a SIGKILLed build of a new case finished, exported to `archive`; the
+    stand-in's counts reset."""
     eval_profile(ws, repetitions=1)
     _script(standin)
     assert claw("build", *CAMPAIGN)[0] == 1  # (its failed run)
     _killed_build(ws, standin)
     standin.reset()
     _script(standin)
-
-    archive = tmp_path / "campaign.claw"
     _ok(claw, "archive", "export", *CAMPAIGN, "-o", str(archive))
+    return archive
+
+
+def test_a_campaign_with_a_killed_builds_work_rebuilds_elsewhere_as_it_would_here(
+        ws: Workspace, claw: Claw, standin: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    archive = _exported(ws, claw, standin, tmp_path / "campaign.claw")
     here = {"status": _ok(claw, "status", *CAMPAIGN), "query": _ok(claw, "query", QUERY, "--format", "json"),
             "report": json.loads(_ok(claw, "report", *CAMPAIGN, "--output", "json", "--no-chart"))}
     source = ws.root
@@ -102,3 +107,38 @@ def test_a_campaign_with_a_killed_builds_work_rebuilds_elsewhere_as_it_would_her
     # What the killed build paid for (m1's run of gamma) is not paid for again there, as it is not here.
     assert ("vendor/m1", "Slow one?") not in paid_here
     assert paid_there == paid_here
+
+
+def _import_gc_build(claw: Claw, standin: StandIn, archive: Path, place: Path, monkeypatch: pytest.MonkeyPatch,
+                     delete_kept: bool = False) -> tuple[list[str], list[str], Counter[tuple[str, str]]]:
+    """Import into a fresh store and workspace at `place` (twice), `claw gc --grace 0` there (with `delete_kept`: after
+    deleting the refs the imports said they kept their results by), then build there: (the refs each import said,
+    the store's imports/ refs, what the build paid for)."""
+    lines = [_ok(claw, "archive", "import", str(archive), "--store", str(place / "store"), "--configs-to", str(place))]
+    monkeypatch.chdir(place)
+    monkeypatch.setenv("CLAW_STORE", str(place / "store"))
+    lines.append(_ok(claw, "archive", "import", str(archive)))  # (again)
+    said = [line.split()[5] for out in lines for line in out.splitlines() if line.startswith("kept from gc by ref ")]
+    refs = [name for name in json.loads(_ok(claw, "refs", "--json")) if name.startswith("imports/")]
+    if delete_kept:
+        _ok(claw, "refs", "--delete", *refs)
+    _ok(claw, "gc", "--grace", "0")
+    assert claw("fsck")[0] == 0
+    before = len(standin.requests)
+    claw("build", *CAMPAIGN)
+    return said, refs, _asked(standin, before)
+
+
+def test_a_gc_past_its_grace_period_in_the_importing_store_keeps_what_the_killed_build_finished(
+        ws: Workspace, claw: Claw, standin: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In the exporting store a killed build's journal keeps what it finished from gc (session 76); the importing store
+    has none, and before session 77 a `claw gc --grace 0` there between the import and the build deleted what the
+    archive carried beyond the head: the build paid for m1's run of gamma again. The import keeps them by a ref of its
+    own, `imports/archive-<id>`, until deleted; importing again names the same ref."""
+    archive = _exported(ws, claw, standin, tmp_path / "campaign.claw")
+    said, refs, paid = _import_gc_build(claw, standin, archive, tmp_path / "kept", monkeypatch)
+    assert ("vendor/m1", "Slow one?") not in paid, paid  # what the killed build paid for is not paid again
+    assert len(said) == 2 and said[0] == said[1] and refs == said[:1] and said[0].startswith("imports/archive-")
+    # The ref is what kept it: deleted, gc reclaims what no head names, and the build pays for it again.
+    _, _, paid_unkept = _import_gc_build(claw, standin, archive, tmp_path / "unkept", monkeypatch, delete_kept=True)
+    assert paid_unkept[("vendor/m1", "Slow one?")] == 1 and paid < paid_unkept, (paid, paid_unkept)

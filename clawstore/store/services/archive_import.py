@@ -60,11 +60,14 @@ class ImportReport:
     refs_kept: dict[str, str] = field(default_factory=dict)  # name -> the store's other target
     signer: str | None = None  # the key whose signature verified (None: unsigned)
     kept_apart: str | None = None  # with untrusted=True and an untrusted signer: the ref holding it apart
+    kept_by: str | None = None  # the ref `imports/archive-<id>` keeping what `keep` answered from gc (None: nothing)
 
 
 # ---------------------------------------------------------------------------------------------- import
 
 ContentCheck = Callable[[ArchiveManifest, "ArchiveContents"], None]
+# Given the store once the archive is published and its manifest: the records it brought that no ref keeps yet.
+KeptRecords = Callable[["Store", ArchiveManifest], Iterable[str]]
 
 
 class ArchiveContents:
@@ -197,10 +200,13 @@ def user_trusts(signer: str | None) -> bool:
 
 
 def import_archive(store: Store, path: Path, pins: Iterable[str] = (), check: ContentCheck | None = None,
-                   untrusted: bool = False, trusts: Trusts = user_trusts) -> ImportReport:
+                   untrusted: bool = False, trusts: Trusts = user_trusts, keep: KeptRecords | None = None
+                   ) -> ImportReport:
     """Verify the whole archive, then publish its objects, entries and refs; nothing becomes visible unless every byte
     and `check(manifest, contents)` passed, and importing twice changes nothing. `pins`: extra refs to the archive's
-    head; `untrusted`: keep unsigned content apart. Details: docs/gc-and-archives.md (Details by module)."""
+    head; `untrusted`: keep unsigned content apart; `keep`: records to keep from gc by a ref of the import's own
+    (`report.kept_by`, store/kept.py), set before the import's lease ends: a gc meanwhile keeps what the import wrote
+    as the lease's, any later one as the ref's. Details: docs/gc-and-archives.md (Details by module)."""
     path = Path(path)
     staged: dict[str, Path] = {}  # large frames, each in a file of its own (small ones: in `shared`, by place)
     present = 0
@@ -238,6 +244,10 @@ def import_archive(store: Store, path: Path, pins: Iterable[str] = (), check: Co
         if trusted:
             write_actions(store, summary.manifest.actions, report)
             write_refs(store, refs, report)
+            if keep is not None:
+                from clawstore.store.kept import keep_imported
+
+                report.kept_by = keep_imported(store, "archive", keep(store, summary.manifest))
         else:
             report.kept_apart = store.keep_apart(report.signer, dict(summary.manifest.actions.items()), refs,
                                                  report.summary.digest)
@@ -418,7 +428,7 @@ def import_target_problem(store_dir: Path) -> str | None:
 
 
 def import_into(store_dir: Path, path: Path, pins: Iterable[str] = (), check: ContentCheck | None = None,
-                untrusted: bool = False) -> tuple[Store, ImportReport]:
+                untrusted: bool = False, keep: KeptRecords | None = None) -> tuple[Store, ImportReport]:
     """Import into the store at `store_dir`, or into a new store there when it is empty or absent.
 
     A new store is built whole in a hidden sibling directory and renamed into place once the import
@@ -430,7 +440,7 @@ def import_into(store_dir: Path, path: Path, pins: Iterable[str] = (), check: Co
         raise UsageError(f"--store {store_dir}: {problem}")
     if (store_dir / FORMAT_FILE).is_file():
         store = Store(store_dir, create=False)
-        return store, import_archive(store, path, pins, check, untrusted)
+        return store, import_archive(store, path, pins, check, untrusted, keep=keep)
     anchor = store_dir.absolute().parent
     while not anchor.is_dir():
         anchor = anchor.parent
@@ -439,7 +449,7 @@ def import_into(store_dir: Path, path: Path, pins: Iterable[str] = (), check: Co
     staging = anchor / f"{prefix}{temp_name('')}"
     try:
         with Store(staging) as staged:  # closed (its pack sealed, its files let go): the directory is about to move
-            report = import_archive(staged, path, pins, check, untrusted)
+            report = import_archive(staged, path, pins, check, untrusted, keep=keep)
         store_dir.absolute().parent.mkdir(parents=True, exist_ok=True)
         placed = _take_place(staging, store_dir)
         if placed:
@@ -449,7 +459,8 @@ def import_into(store_dir: Path, path: Path, pins: Iterable[str] = (), check: Co
         raise
     if not placed:  # another import made the store there meanwhile (it said "st: Directory not empty", exit 3)
         shutil.rmtree(staging, ignore_errors=True)
-        return import_into(store_dir, path, pins, check, untrusted)  # into that store, or the folder's problem said
+        # into that store, or the folder's problem said
+        return import_into(store_dir, path, pins, check, untrusted, keep)
     return Store(store_dir, create=False), report
 
 
