@@ -62,22 +62,26 @@ class Pinned:
 
 def pin(store: Store, campaign_id: str, name: str, force: bool) -> Pinned:
     """Ref pins/NAME -> the campaign's head now (later builds do not move it)."""
+    from clawstore.builder.buildlog import head_ref
     from clawstore.builder.campaign_archive import campaign_head
     from clawstore.store import RefConflict
     from clawstore.store.refs import check_ref_name
 
     ref = check_ref_name(PIN_PREFIX + name)
     require_built(store, campaign_id)
-    head_id = campaign_head(store, campaign_id)
-    current = store.get_ref(ref)
-    if current == head_id:
-        return Pinned(ref, head_id, False)
-    if current is not None and not force:
-        raise UsageError(f"pin {name} exists (-> {current}); use --force to move it or claw unpin {name}")
-    try:
-        store.set_ref(ref, head_id, expected=current)
-    except RefConflict as exc:
-        raise UsageError(f"pin {name} changed meanwhile (-> {exc.actual}); try again") from None
+    # The head kept from a gc until the pin names it (a lease naming it, Store.reading_ref): before session 77 a build
+    # moving the campaign on and a `claw gc` meanwhile deleted it, and the pin failed (tests/gc/test_writers_beside_gc).
+    with store.reading_ref(head_ref(campaign_id)) as leased:
+        head_id = leased or campaign_head(store, campaign_id)  # (None: never built, said as before)
+        current = store.get_ref(ref)
+        if current == head_id:
+            return Pinned(ref, head_id, False)
+        if current is not None and not force:
+            raise UsageError(f"pin {name} exists (-> {current}); use --force to move it or claw unpin {name}")
+        try:
+            store.set_ref(ref, head_id, expected=current)
+        except RefConflict as exc:
+            raise UsageError(f"pin {name} changed meanwhile (-> {exc.actual}); try again") from None
     return Pinned(ref, head_id, True)
 
 

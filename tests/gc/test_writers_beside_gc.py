@@ -1,0 +1,72 @@
+"""Writers beside a `claw gc --grace 0` (session 77): each writer, a real `claw` process, is stopped between what it
+wrote or read and the ref that names it (tests/gc/proc_writer_held.py); a real `claw gc --grace 0` runs to its end
+meanwhile; the writer goes on. What the user then sees: `claw fsck` clean, and the state written served without a
+request to the stand-in."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from clawstore.testing.standin import StandIn
+from tests.hostile.attack import run_claw
+from tests.support.claw import env  # noqa: F401 - fixture
+from tests.support.prepared import run_here
+from tests.support.workspace import Workspace, standard
+
+CAMPAIGN = ("--suite", "main", "--run-profile", "rp")
+PROC = Path(__file__).with_name("proc_writer_held.py")
+
+
+def held(cwd: Path, hold_at: str, *command: str) -> subprocess.Popen[str]:
+    """`claw COMMAND` started and stopped before its first call of `hold_at` (it said so)."""
+    writer = subprocess.Popen([sys.executable, str(PROC), *command], cwd=cwd, env={**os.environ, "HOLD_AT": hold_at},
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert writer.stderr is not None
+    said = writer.stderr.readline()
+    if said != "held\n":
+        out, err = writer.communicate(timeout=60)
+        raise AssertionError(f"{command} never reached {hold_at}: exit {writer.returncode}\n{said}{err}{out}")
+    return writer
+
+
+def release(writer: subprocess.Popen[str]) -> subprocess.CompletedProcess[str]:
+    out, err = writer.communicate("go\n", timeout=120)
+    return subprocess.CompletedProcess(writer.args, writer.returncode, out, err)
+
+
+def gc_now(cwd: Path) -> None:
+    gc = run_claw(cwd, "gc", "--grace", "0")
+    assert gc.code == 0, gc
+
+
+def _edit(ws: Workspace, *prompts: str) -> None:
+    ws.case("alpha", prompts[0])
+    ws.case("beta", prompts[1])
+
+
+def test_pin_beside_a_build_and_gc_pins_a_whole_head(tmp_path: Path, standin: StandIn,
+                                                     env: dict[str, str]) -> None:  # noqa: F811
+    """`claw pin` has read the campaign's head and is about to point pins/v1 at it when a build moves the campaign on
+    and `claw gc --grace 0` runs. Before session 77 pin held no lease: gc deleted the head, and the pin failed (exit 3,
+    "cannot set ref pins/v1: object blake3:… is not in the store"), the state it was asked to keep gone."""
+    ws = standard(tmp_path / "ws")
+    assert run_here(ws.root, "build", *CAMPAIGN).code == 0
+    writer = held(ws.root, "clawstore.store.store:Store.set_ref", "pin", "v1", *CAMPAIGN)
+    try:
+        _edit(ws, "What is 3 + 3?", "Name a shape.")
+        assert run_here(ws.root, "build", *CAMPAIGN).code == 0
+        gc_now(ws.root)
+    finally:
+        pinned = release(writer)
+    assert pinned.returncode == 0, pinned.stderr
+    assert "pins/v1 -> blake3:" in pinned.stdout, pinned.stdout
+    fsck = run_claw(ws.root, "fsck")
+    assert fsck.code == 0, fsck
+    _edit(ws, "What is 2 + 2?", "Name a colour.")  # (the pinned state's configs: standard()'s prompts)
+    asked = len(standin.requests)
+    rebuilt = run_here(ws.root, "build", *CAMPAIGN)
+    assert rebuilt.code == 0, rebuilt
+    assert len(standin.requests) == asked, standin.requests[asked:]
