@@ -101,7 +101,7 @@ def _shown_path(value: object) -> str:
 def import_command(file: Path, configs_to: Path | None, pins: tuple[str, ...], untrusted: bool,
                    store_dir: Path | None) -> None:
     """Verify an archive completely, then add its objects, action-cache entries and campaign ref to the store."""
-    from clawstore.project.keeping import PIN_PREFIX, write_configs
+    from clawstore.project.keeping import PIN_PREFIX
 
     imported = store_project(store_dir).import_archive(file, configs_to, pins, untrusted)
     store, report = imported.store, imported.report
@@ -119,8 +119,7 @@ def import_command(file: Path, configs_to: Path | None, pins: tuple[str, ...], u
     for name, current in report.refs_kept.items():
         hint = "" if name.startswith(PIN_PREFIX) else " (use --pin NAME to keep the archive's state as well)"
         click.echo(f"claw: warning: ref {name} already points at {current}; left unchanged{hint}", err=True)
-    if configs_to is not None and imported.configs is not None:
-        write_configs(store, imported.configs, configs_to)
+    if configs_to is not None and imported.configs is not None:  # (written under the import's lease)
         click.echo(f"configs written to {configs_to / 'configs'}")
     click.echo(f"digest {report.summary.digest}")
 

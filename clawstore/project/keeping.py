@@ -142,13 +142,13 @@ def export(store: Store, campaign: Campaign, output: Path,
 class Imported:
     store: Store
     report: ImportReport
-    configs: str | None  # the tree of the archive's configs, when it has them
+    configs: str | None  # the tree of the archive's configs, when it has them (written out already with configs_to)
 
 
 def import_archive(file: Path, store_dir: Path | None, configs_to: Path | None, pins: tuple[str, ...],
                    untrusted: bool) -> Imported:
     """Verify an archive completely, then add its objects, action-cache entries and campaign ref to the
-    store (with `configs_to`: by default DIR/store; `write_configs` then writes the workspace)."""
+    store (with `configs_to`: by default DIR/store, and the configs written into DIR under the import's lease)."""
     from clawstore.builder.campaign_archive import adopt_imported_head, campaign_archive_check, configs_of
     from clawstore.store.core.names import check_name
     from clawstore.store.services.archive_import import import_into, import_target_problem
@@ -165,11 +165,18 @@ def import_archive(file: Path, store_dir: Path | None, configs_to: Path | None, 
     problem = import_target_problem(target)
     if problem is not None:
         raise UsageError(f"--store {target}: {problem}")
+    def then(store: Store, report: ImportReport) -> None:
+        """Under the import's lease: its head given a build log, its configs written out (nothing names the config
+        tree, and the head only while the store's campaign ref or a --pin does: a gc after the lease deleted them)."""
+        head = report.summary.manifest.head
+        if report.kept_apart is None and head is not None:
+            adopt_imported_head(store, head)
+        tree = configs_of(report.summary.manifest)
+        if configs_to is not None and tree is not None:
+            write_configs(store, tree, configs_to)
+
     store, report = import_into(target, file, pins=pin_refs, untrusted=untrusted,
-                                check=campaign_archive_check(f"archive {file}", configs_to is not None))
-    head = report.summary.manifest.head
-    if report.kept_apart is None and head is not None:
-        adopt_imported_head(store, head)
+                                check=campaign_archive_check(f"archive {file}", configs_to is not None), then=then)
     return Imported(store, report, configs_of(report.summary.manifest))
 
 

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from clawstore.store.store import Store
 from clawstore.testing.standin import StandIn
 from tests.hostile.attack import run_claw
 from tests.support.claw import env  # noqa: F401 - fixture
@@ -37,8 +38,8 @@ def release(writer: subprocess.Popen[str]) -> subprocess.CompletedProcess[str]:
     return subprocess.CompletedProcess(writer.args, writer.returncode, out, err)
 
 
-def gc_now(cwd: Path) -> None:
-    gc = run_claw(cwd, "gc", "--grace", "0")
+def gc_now(cwd: Path, *options: str) -> None:
+    gc = run_claw(cwd, "gc", "--grace", "0", *options)
     assert gc.code == 0, gc
 
 
@@ -69,4 +70,32 @@ def test_pin_beside_a_build_and_gc_pins_a_whole_head(tmp_path: Path, standin: St
     asked = len(standin.requests)
     rebuilt = run_here(ws.root, "build", *CAMPAIGN)
     assert rebuilt.code == 0, rebuilt
+    assert len(standin.requests) == asked, standin.requests[asked:]
+
+
+def test_archive_import_beside_gc_writes_the_configs(tmp_path: Path, standin: StandIn,
+                                                     env: dict[str, str]) -> None:  # noqa: F811
+    """`claw archive import --configs-to DIR` into a workspace holding only its store has published the archive and is
+    about to check its configs out when `claw gc --grace 0` runs there. Before session 77 its lease had ended with the
+    publishing, and nothing names the config tree: gc deleted it, and the import failed after all."""
+    ws = standard(tmp_path / "ws")
+    assert run_here(ws.root, "build", *CAMPAIGN).code == 0
+    assert run_here(ws.root, "archive", "export", *CAMPAIGN, "-o", str(tmp_path / "main.claw")).code == 0
+    there = tmp_path / "there"
+    Store(there / "store").close()  # (a fresh workspace: only its store)
+    store = ("--store", str(there / "store"))
+    writer = held(tmp_path, "clawstore.project.keeping:write_configs",
+                  "archive", "import", str(tmp_path / "main.claw"), "--configs-to", str(there), *store)
+    try:
+        gc_now(tmp_path, *store)
+    finally:
+        imported = release(writer)
+    assert imported.returncode == 0, imported.stderr
+    assert f"configs written to {there / 'configs'}" in imported.stdout, imported.stdout
+    fsck = run_claw(tmp_path, "fsck", *store)
+    assert fsck.code == 0, fsck
+    asked = len(standin.requests)
+    rebuilt = run_here(there, "build", *CAMPAIGN, *store)
+    assert rebuilt.code == 0, rebuilt
+    assert "0 executed" in rebuilt.stdout, rebuilt.stdout
     assert len(standin.requests) == asked, standin.requests[asked:]
