@@ -15,6 +15,7 @@ from clawstore.testing.standin import StandIn
 from tests.hostile.attack import run_claw
 from tests.support.claw import env  # noqa: F401 - fixture
 from tests.support.prepared import run_here
+from tests.support.storefiles import age_packs
 from tests.support.workspace import Workspace, standard
 
 CAMPAIGN = ("--suite", "main", "--run-profile", "rp")
@@ -98,4 +99,34 @@ def test_archive_import_beside_gc_writes_the_configs(tmp_path: Path, standin: St
     rebuilt = run_here(there, "build", *CAMPAIGN, *store)
     assert rebuilt.code == 0, rebuilt
     assert "0 executed" in rebuilt.stdout, rebuilt.stdout
+    assert len(standin.requests) == asked, standin.requests[asked:]
+
+
+def test_pull_beside_gc_brings_a_deleted_head_back_whole(tmp_path: Path, standin: StandIn,
+                                                         env: dict[str, str]) -> None:  # noqa: F811
+    """A campaign retired here (`claw refs --delete` of its head and tracking ref, docs/gc-and-archives.md) and pulled
+    back an hour later: every object is still in the store, so the pull fetches nothing, and `claw gc --grace 0` runs
+    before it moves the ref. Before session 77 the pull's lease kept only the action cache and young packs: gc deleted
+    the head and its parts, and the pull kept the ref away ("remote head … was not in any pack")."""
+    ws = standard(tmp_path / "ws")
+    head = "campaigns/main__rp__none"
+    assert run_here(ws.root, "remote", "add", "team", str(tmp_path / "remote")).code == 0
+    assert run_here(ws.root, "build", *CAMPAIGN).code == 0
+    assert run_here(ws.root, "push", "team").code == 0
+    assert run_here(ws.root, "refs", "--delete", head, "--delete", f"remotes/team/{head}").code == 0
+    with Store(Path(env["CLAW_STORE"])) as store:
+        age_packs(store, 3600)  # (written an hour ago: older than a running pull's lease window)
+    writer = held(ws.root, "clawstore.remote.pull:_pull_ref", "pull", "team")
+    try:
+        gc_now(ws.root)
+    finally:
+        pulled = release(writer)
+    assert pulled.returncode == 0, pulled.stderr
+    refs = run_claw(ws.root, "refs")
+    assert head in refs.stdout, pulled.stdout + pulled.stderr + refs.stdout
+    fsck = run_claw(ws.root, "fsck")
+    assert fsck.code == 0, fsck
+    asked = len(standin.requests)
+    rebuilt = run_here(ws.root, "build", *CAMPAIGN)
+    assert rebuilt.code == 0, rebuilt
     assert len(standin.requests) == asked, standin.requests[asked:]
