@@ -114,13 +114,16 @@ def delete_refs(store: Store, names: tuple[str, ...]) -> dict[str, str]:
 
 
 def _retire_killed(store: Store, campaign_ids: list[str]) -> None:
-    """A retired campaign's killed builds are told of (spend/killed.py `tell`): gc keeps what a killed build recorded
-    until a later build of its campaign has adopted it (store/buildlogs.py unadopted_records), and no build of a
-    retired one is coming."""
+    """A retired campaign's killed builds are told of (spend/killed.py `tell`), and its `collected/` ref goes: gc keeps
+    what a killed build or a batch collect recorded until a later build of its campaign has adopted it
+    (store/buildlogs.py unadopted_records, builder/batch_collect.py keep_collected), and no build of a retired one is
+    coming."""
+    from clawstore.builder.batch_collect import collected_ref
     from clawstore.spend.killed import killed_builds, tell
 
     for campaign_id in campaign_ids:
         tell(store, killed_builds(store, campaign_id), "refs --delete")
+        store.delete_ref(collected_ref(campaign_id))  # (what collects recorded for it, kept for its next build)
 
 
 def export(store: Store, campaign: Campaign, output: Path,
