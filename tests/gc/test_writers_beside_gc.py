@@ -15,7 +15,7 @@ from clawstore.testing.standin import StandIn
 from tests.hostile.attack import run_claw
 from tests.support.claw import env  # noqa: F401 - fixture
 from tests.support.prepared import run_here
-from tests.support.storefiles import age_packs
+from tests.support.storefiles import age, age_packs
 from tests.support.workspace import Workspace, standard
 
 CAMPAIGN = ("--suite", "main", "--run-profile", "rp")
@@ -128,5 +128,44 @@ def test_pull_beside_gc_brings_a_deleted_head_back_whole(tmp_path: Path, standin
     assert fsck.code == 0, fsck
     asked = len(standin.requests)
     rebuilt = run_here(ws.root, "build", *CAMPAIGN)
+    assert rebuilt.code == 0, rebuilt
+    assert len(standin.requests) == asked, standin.requests[asked:]
+
+
+def test_pull_beside_gc_keeps_a_pack_an_interrupted_pull_downloaded(tmp_path: Path, standin: StandIn,
+                                                                    env: dict[str, str]) -> None:  # noqa: F811
+    """A pull SIGKILLed after downloading a pack keeps it for the next pull (remote/downloads.py), which moves it in
+    whole (1 MiB or more) an hour later, and `claw gc --grace 0` runs before that pull moves the ref. Before session 77
+    the pack kept its download's mtime, older than the pull's lease window: gc deleted it, head and all, and the pull
+    kept the ref away ("remote head … was not in any pack")."""
+    ws = standard(tmp_path / "ws")
+    (ws.configs / "cases" / "alpha" / "data.csv").write_text(
+        "".join(f"{n},{os.urandom(24).hex()}\n" for n in range(48_000)))  # (~2.6 MB: a pack over 1 MiB)
+    ws.edit("cases/alpha/test.yaml", lambda d: d["input"].update(attachments=["data.csv"]))
+    remote = str(tmp_path / "remote")
+    assert run_here(ws.root, "remote", "add", "team", remote).code == 0
+    assert run_here(ws.root, "build", *CAMPAIGN).code == 0
+    assert run_here(ws.root, "push", "team").code == 0
+    there = tmp_path / "there"
+    there.mkdir()
+    os.environ["CLAW_STORE"] = str(there / "store")  # (env's monkeypatch restores it)
+    assert run_here(there, "remote", "add", "team", remote).code == 0
+    first = held(there, "clawstore.store.services.transfer:Incoming.check", "pull", "team")  # (downloaded, kept)
+    first.kill()
+    first.communicate(timeout=60)
+    kept = list((there / "store" / "remotes" / "team" / "incoming").glob("*.pack"))
+    assert kept and max(path.stat().st_size for path in kept) >= 1 << 20, kept
+    age(kept, 3600)  # (the pull run again an hour later)
+    writer = held(there, "clawstore.remote.pull:_pull_ref", "pull", "team")
+    try:
+        gc_now(there)
+    finally:
+        pulled = release(writer)
+    assert pulled.returncode == 0, pulled.stderr
+    assert "campaigns/main__rp__none" in run_claw(there, "refs").stdout, pulled.stdout + pulled.stderr
+    fsck = run_claw(there, "fsck")
+    assert fsck.code == 0, fsck
+    asked = len(standin.requests)
+    rebuilt = run_here(ws.root, "build", *CAMPAIGN)  # (the same configs, built with the store pulled into)
     assert rebuilt.code == 0, rebuilt
     assert len(standin.requests) == asked, standin.requests[asked:]
