@@ -13,7 +13,10 @@ from pathlib import Path
 from clawstore.store.store import Store
 from clawstore.testing.standin import StandIn
 from tests.hostile.attack import run_claw
+from tests.pae.paefiles import write_outputs
+from tests.pae.test_import_pae import SETTINGS, SYSTEM, pae_runs
 from tests.support.claw import env  # noqa: F401 - fixture
+from tests.support.judging import JUDGE, eval_profile, judge_reply
 from tests.support.prepared import run_here
 from tests.support.storefiles import age, age_packs
 from tests.support.workspace import Workspace, standard
@@ -169,3 +172,25 @@ def test_pull_beside_gc_keeps_a_pack_an_interrupted_pull_downloaded(tmp_path: Pa
     rebuilt = run_here(ws.root, "build", *CAMPAIGN)  # (the same configs, built with the store pulled into)
     assert rebuilt.code == 0, rebuilt
     assert len(standin.requests) == asked, standin.requests[asked:]
+
+
+def test_import_pae_beside_gc_keeps_what_pae_paid_for(tmp_path: Path, standin: StandIn,
+                                                      env: dict[str, str]) -> None:  # noqa: F811
+    """`claw import-pae` has stored every run and judgement and is about to name them from `imports/pae-…` when `claw
+    gc --grace 0` runs. Safe before session 77 too (its lease, pae/importer.py, spans its first write to that ref:
+    gc keeps the action cache's closure and young packs meanwhile); this proves it (without that lease: 16
+    requests)."""
+    ws = standard(tmp_path / "ws")
+    eval_profile(ws)
+    standin.script(JUDGE, judge_reply(5))
+    write_outputs(ws.root, pae_runs(), SETTINGS, SYSTEM)
+    writer = held(ws.root, "clawstore.pae.importer:keep_imported", "import-pae", str(ws.root))
+    try:
+        gc_now(ws.root)
+    finally:
+        imported = release(writer)
+    assert imported.returncode == 0, imported.stderr
+    assert run_claw(ws.root, "fsck").code == 0
+    rebuilt = run_here(ws.root, "build", *CAMPAIGN, "--evaluation-profile", "ev")
+    assert rebuilt.code == 0, rebuilt
+    assert standin.requests == []
