@@ -362,8 +362,10 @@ def test_what_a_collect_recorded_outlives_a_gc_until_a_build(scored: Workspace, 
     code, out, err = claw(*collector.split(), *campaign, "--output", "json")
     assert code == 0, err
     assert batch_doc.pending(store()) == [] and judge_requests(standin) == 0
+    assert list(store().list_refs("collected/")) == ["collected/main__rp__ev"]
     gc = run_claw(scored.root, "gc", "--grace", "0")
     assert gc.code == 0, gc
+    assert run_claw(scored.root, "fsck").code == 0
     code, report = build(claw)
     assert code == 0, report
     assert {r["score"] for r in report["rows"]} == {7.0}
@@ -372,6 +374,19 @@ def test_what_a_collect_recorded_outlives_a_gc_until_a_build(scored: Workspace, 
     assert run_claw(scored.root, "gc", "--grace", "0").code == 0
     assert build(claw)[0] == 0 and judge_requests(standin) == 0
     assert run_claw(scored.root, "fsck").code == 0
+
+
+def test_retiring_a_campaign_lets_go_of_what_its_collects_recorded(scored: Workspace, claw: Claw,
+                                                                    standin: StandIn) -> None:
+    """No build of a retired campaign is coming to adopt them: `claw refs --delete` of its head lets them go."""
+    standin.batch_settings(delay=60)
+    assert build(claw, "--batch")[0] == 0
+    standin.batch_settings(delay=0)
+    assert claw("batch", "status", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev")[0] == 0
+    assert list(store().list_refs("collected/")) == ["collected/main__rp__ev"]
+    code, _, err = claw("refs", "--delete", "campaigns/main__rp__ev")
+    assert code == 0, err
+    assert store().list_refs("collected/") == {}
 
 
 def run_records(s: Store) -> dict[str, RecordDoc]:
