@@ -194,3 +194,29 @@ def test_import_pae_beside_gc_keeps_what_pae_paid_for(tmp_path: Path, standin: S
     rebuilt = run_here(ws.root, "build", *CAMPAIGN, "--evaluation-profile", "ev")
     assert rebuilt.code == 0, rebuilt
     assert standin.requests == []
+
+
+def test_push_beside_a_build_and_gc_sends_and_remembers_a_whole_head(tmp_path: Path, standin: StandIn,
+                                                                     env: dict[str, str]) -> None:  # noqa: F811
+    """`claw push` has read the campaign's head (built an hour ago, in a pack of its own: the second build's) and sent
+    it, and is about to move the remote's ref when a build moves the campaign on here and `claw gc --grace 0` runs.
+    Before session 77 its lease kept only the action cache and young packs: gc deleted the head it was pushing."""
+    ws = standard(tmp_path / "ws")
+    assert run_here(ws.root, "remote", "add", "team", str(tmp_path / "remote")).code == 0
+    assert run_here(ws.root, "build", *CAMPAIGN).code == 0
+    ws.case("alpha", "What is 3 + 3?")
+    assert run_here(ws.root, "build", *CAMPAIGN).code == 0  # (the head in a pack with alpha's new runs alone)
+    with Store(Path(env["CLAW_STORE"])) as store:
+        age_packs(store, 3600)  # (built an hour ago: older than a running push's lease window)
+    writer = held(ws.root, "clawstore.remote.push:_move_refs", "push", "team")
+    try:
+        ws.case("alpha", "What is 4 + 4?")  # (beta's runs reused: nothing of the pushed head's pack put again)
+        assert run_here(ws.root, "build", *CAMPAIGN).code == 0
+        gc_now(ws.root)
+    finally:
+        pushed = release(writer)
+    assert pushed.returncode == 0, pushed.stderr
+    fsck = run_claw(ws.root, "fsck")
+    assert fsck.code == 0, fsck
+    again = run_claw(ws.root, "push", "team")  # (this store's newer head: sent, nothing refused)
+    assert again.code == 0, again
