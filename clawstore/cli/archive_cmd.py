@@ -101,7 +101,7 @@ def _shown_path(value: object) -> str:
 def import_command(file: Path, configs_to: Path | None, pins: tuple[str, ...], untrusted: bool,
                    store_dir: Path | None) -> None:
     """Verify an archive completely, then add its objects, action-cache entries and campaign ref to the store."""
-    from clawstore.project.keeping import PIN_PREFIX, write_configs
+    from clawstore.project.keeping import PIN_PREFIX
 
     imported = store_project(store_dir).import_archive(file, configs_to, pins, untrusted)
     store, report = imported.store, imported.report
@@ -122,8 +122,7 @@ def import_command(file: Path, configs_to: Path | None, pins: tuple[str, ...], u
     if report.kept_by is not None:
         click.echo(f"kept from gc by ref {report.kept_by} (the results the archive carries beyond its head; once "
                    f"built, `claw refs --delete {report.kept_by}` lets gc reclaim what no head names)")
-    if configs_to is not None and imported.configs is not None:
-        write_configs(store, imported.configs, configs_to)
+    if configs_to is not None and imported.configs is not None:  # (written under the import's lease)
         click.echo(f"configs written to {configs_to / 'configs'}")
     click.echo(f"digest {report.summary.digest}")
 

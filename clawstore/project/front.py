@@ -442,10 +442,14 @@ class Project:
             if seen is not None and not seen.planned:  # (no plan made above: one for the note alone)
                 seen.count(unbuilt_keys(self.campaign, self.store, failed=True))
             self._say_untrusted(seen)  # (before anything is paid)
-            killed = self._killed_at_start()
+            killed, collected = self._killed_at_start(), self._collected_at_start()
             report = build(self.request, self, options)
             killed, notes = _name_killed(self.store, self.campaign.campaign_id, killed, report.build_id,
                                          whole=not self.request.filtered)
+            if not self.request.filtered:  # (its head names what a collect recorded before it began: let go)
+                from clawstore.builder.batch_collect import let_go_collected
+
+                let_go_collected(self.store, self.campaign.campaign_id, collected)
         self._keep_parsed(self.store)
         if found is not None and reads is not None:
             after = self._stamping(s.remote) if found.remote is not None else None
@@ -460,6 +464,15 @@ class Project:
         if self._store is None and not journals(resolve_store_dir(self.store_dir, self.campaign.root)):
             return []
         return _killed(self.store, self.campaign.campaign_id)
+
+    def _collected_at_start(self) -> str | None:
+        """What the campaign's `collected/` ref names as a build starts (builder/batch_collect.py keep_collected); a
+        store not there yet is not made for it."""
+        from clawstore.builder.batch_collect import collected_ref
+
+        if self._store is None and not (resolve_store_dir(self.store_dir, self.campaign.root) / "refs").is_dir():
+            return None
+        return self.store.get_ref(collected_ref(self.campaign.campaign_id))
 
     def _from_stamp(self, found: stamping.Stamping) -> Built | None:
         from clawstore.builder import stamp

@@ -62,22 +62,26 @@ class Pinned:
 
 def pin(store: Store, campaign_id: str, name: str, force: bool) -> Pinned:
     """Ref pins/NAME -> the campaign's head now (later builds do not move it)."""
+    from clawstore.builder.buildlog import head_ref
     from clawstore.builder.campaign_archive import campaign_head
     from clawstore.store import RefConflict
     from clawstore.store.refs import check_ref_name
 
     ref = check_ref_name(PIN_PREFIX + name)
     require_built(store, campaign_id)
-    head_id = campaign_head(store, campaign_id)
-    current = store.get_ref(ref)
-    if current == head_id:
-        return Pinned(ref, head_id, False)
-    if current is not None and not force:
-        raise UsageError(f"pin {name} exists (-> {current}); use --force to move it or claw unpin {name}")
-    try:
-        store.set_ref(ref, head_id, expected=current)
-    except RefConflict as exc:
-        raise UsageError(f"pin {name} changed meanwhile (-> {exc.actual}); try again") from None
+    # The head kept from a gc until the pin names it (a lease naming it, Store.reading_ref): before session 77 a build
+    # moving the campaign on and a `claw gc` meanwhile deleted it, and the pin failed (tests/gc/test_writers_beside_gc).
+    with store.reading_ref(head_ref(campaign_id)) as leased:
+        head_id = leased or campaign_head(store, campaign_id)  # (None: never built, said as before)
+        current = store.get_ref(ref)
+        if current == head_id:
+            return Pinned(ref, head_id, False)
+        if current is not None and not force:
+            raise UsageError(f"pin {name} exists (-> {current}); use --force to move it or claw unpin {name}")
+        try:
+            store.set_ref(ref, head_id, expected=current)
+        except RefConflict as exc:
+            raise UsageError(f"pin {name} changed meanwhile (-> {exc.actual}); try again") from None
     return Pinned(ref, head_id, True)
 
 
@@ -110,13 +114,16 @@ def delete_refs(store: Store, names: tuple[str, ...]) -> dict[str, str]:
 
 
 def _retire_killed(store: Store, campaign_ids: list[str]) -> None:
-    """A retired campaign's killed builds are told of (spend/killed.py `tell`): gc keeps what a killed build recorded
-    until a later build of its campaign has adopted it (store/buildlogs.py unadopted_records), and no build of a
-    retired one is coming."""
+    """A retired campaign's killed builds are told of (spend/killed.py `tell`), and its `collected/` ref goes: gc keeps
+    what a killed build or a batch collect recorded until a later build of its campaign has adopted it
+    (store/buildlogs.py unadopted_records, builder/batch_collect.py keep_collected), and no build of a retired one is
+    coming."""
+    from clawstore.builder.batch_collect import collected_ref
     from clawstore.spend.killed import killed_builds, tell
 
     for campaign_id in campaign_ids:
         tell(store, killed_builds(store, campaign_id), "refs --delete")
+        store.delete_ref(collected_ref(campaign_id))  # (what collects recorded for it, kept for its next build)
 
 
 def export(store: Store, campaign: Campaign, output: Path,
@@ -138,13 +145,13 @@ def export(store: Store, campaign: Campaign, output: Path,
 class Imported:
     store: Store
     report: ImportReport
-    configs: str | None  # the tree of the archive's configs, when it has them
+    configs: str | None  # the tree of the archive's configs, when it has them (written out already with configs_to)
 
 
 def import_archive(file: Path, store_dir: Path | None, configs_to: Path | None, pins: tuple[str, ...],
                    untrusted: bool) -> Imported:
     """Verify an archive completely, then add its objects, action-cache entries and campaign ref to the
-    store (with `configs_to`: by default DIR/store; `write_configs` then writes the workspace)."""
+    store (with `configs_to`: by default DIR/store, and the configs written into DIR under the import's lease)."""
     from clawstore.builder.campaign_archive import (
         adopt_imported_head,
         beyond_head_records,
@@ -152,6 +159,7 @@ def import_archive(file: Path, store_dir: Path | None, configs_to: Path | None, 
         configs_of,
     )
     from clawstore.store.core.names import check_name
+    from clawstore.store.kept import keep_imported
     from clawstore.store.services.archive_import import import_into, import_target_problem
 
     # Every precondition before anything is written.
@@ -166,12 +174,22 @@ def import_archive(file: Path, store_dir: Path | None, configs_to: Path | None, 
     problem = import_target_problem(target)
     if problem is not None:
         raise UsageError(f"--store {target}: {problem}")
+    def then(store: Store, report: ImportReport) -> None:
+        """Under the import's lease: what the archive carries beyond its head kept by a ref `imports/archive-<id>`
+        (no head names it here until a build adopts it: before session 77 only gc's grace period kept it), its head
+        given a build log, its configs written out (nothing names the config tree, and the head only while the
+        store's campaign ref or a --pin does: a gc after the lease deleted them)."""
+        head = report.summary.manifest.head
+        if report.kept_apart is None:
+            report.kept_by = keep_imported(store, "archive", beyond_head_records(store, report.summary.manifest))
+        if report.kept_apart is None and head is not None:
+            adopt_imported_head(store, head)
+        tree = configs_of(report.summary.manifest)
+        if configs_to is not None and tree is not None:
+            write_configs(store, tree, configs_to)
+
     store, report = import_into(target, file, pins=pin_refs, untrusted=untrusted,
-                                check=campaign_archive_check(f"archive {file}", configs_to is not None),
-                                keep=beyond_head_records)
-    head = report.summary.manifest.head
-    if report.kept_apart is None and head is not None:
-        adopt_imported_head(store, head)
+                                check=campaign_archive_check(f"archive {file}", configs_to is not None), then=then)
     return Imported(store, report, configs_of(report.summary.manifest))
 
 

@@ -8,7 +8,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from contextlib import contextmanager, nullcontext
+from contextlib import ExitStack, contextmanager, nullcontext
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -544,10 +544,11 @@ def pull(store: Transfer, remote: Remote, ref_names: Iterable[str] | None = None
     refuses them again). `progress`: told of packs planned and bytes arriving."""
     backend = open_backend(remote.url, remote.endpoint_url)
     report = SyncReport("pulled from", backend.description)
-    with store.lease(f"pull {remote.name}"):
+    with store.lease(f"pull {remote.name}"), ExitStack() as kept:
         wanted = None if ref_names is None else set(ref_names)
         remote_refs = _remote_refs(backend, wanted, skipped=report.refs_skipped)
         report.kept_apart |= _check_ref_signers(store, backend, remote_refs, untrusted)
+        _keep_present_heads(store, remote_refs.values(), kept)
         if wanted is None:
             with writer_scratch_dir(store.tmp_dir, "pull") as work:
                 state = _Pull(store, remote, backend, untrusted, report, progress, work)
@@ -582,9 +583,10 @@ def pull_for_plan(store: Transfer, remote: Remote, head_ref: str, unbuilt_keys: 
     `unbuilt_keys()` finds more. Details: docs/remote.md (Details by module)."""
     backend = open_backend(remote.url, remote.endpoint_url)
     report = SyncReport("pulled from", backend.description)
-    with store.lease(f"pull {remote.name}"):
+    with store.lease(f"pull {remote.name}"), ExitStack() as kept:
         remote_refs = _remote_refs(backend, {head_ref}, required=False, skipped=report.refs_skipped)
         _check_ref_signers(store, backend, remote_refs, untrusted=False)
+        _keep_present_heads(store, remote_refs.values(), kept)
         state = _Pull(store, remote, backend, False, report)
         records: dict[str, set[str]] = {}  # key -> the records the remote's listings give it
         for doc in state.listings.values():
@@ -610,6 +612,16 @@ def pull_for_plan(store: Transfer, remote: Remote, head_ref: str, unbuilt_keys: 
         for name, value in sorted(remote_refs.items()):
             _pull_ref(store, remote, name, value, report, walk)
     return report
+
+
+def _keep_present_heads(store: Transfer, heads: Iterable[str], kept: ExitStack) -> None:
+    """The remote heads this store holds already kept from a gc until the pull ends (a lease naming each, taken before
+    the pull decides what it lacks): it fetches none of their objects, and the pull's own lease keeps only the action
+    cache and young packs. Before session 77 a campaign retired here (`claw refs --delete`) and pulled back lost its
+    head and parts to a gc meanwhile: "remote head … was not in any pack" (tests/gc/test_writers_beside_gc.py)."""
+    for head in sorted(set(heads)):
+        if store.has(head):
+            kept.enter_context(store.keeping(head))
 
 
 def _keep_refs_apart(store: Transfer, refs: dict[str, str], signers: list[str]) -> None:

@@ -8,6 +8,7 @@ import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
@@ -274,9 +275,9 @@ def push(store: Transfer, remote: Remote, ref_names: Iterable[str] | None = None
     `progress` is told of packs and bytes. Details: docs/remote.md (Details by module)."""
     backend = open_backend(remote.url, remote.endpoint_url)
     report = SyncReport("pushed to", backend.description)
-    with store.lease(f"push {remote.name}"), ThreadPoolExecutor(max_workers=1) as ahead, \
+    with store.lease(f"push {remote.name}"), ExitStack() as kept, ThreadPoolExecutor(max_workers=1) as ahead, \
             ThreadPoolExecutor(max_workers=WORKERS) as asking:
-        refs = _selected_refs(store, ref_names)
+        refs = _kept_refs(store, ref_names, kept)
         # A whole store is read while the remote is listed: its entries, then its objects, in that order (one thread):
         # a record is stored before its entry, so the objects read after the entries hold every entry's record.
         entries_read, objects_read = (ahead.submit(store.entry_digests), ahead.submit(store.object_digests)) \
@@ -394,6 +395,29 @@ def _chunks(ids: Iterable[bytes]) -> Iterator[list[bytes]]:
 
 def _entry_digests(actions: dict[str, str]) -> dict[bytes, bytes]:
     return {bytes.fromhex(key[len(PREFIX):]): bytes.fromhex(record[len(PREFIX):]) for key, record in actions.items()}
+
+
+def _kept_refs(store: Transfer, ref_names: Iterable[str] | None, kept: ExitStack) -> dict[str, str]:
+    """The refs to push, each value kept from a gc until `kept` ends (a lease naming it, as Store.reading_ref takes:
+    taken after the refs are read, kept once they are read again unchanged). A push reads them first and names them
+    last (the remote's refs, then its tracking refs here), and its own lease keeps only the action cache and young
+    packs: before session 77 a build moving a campaign on and a gc meanwhile deleted the head it was pushing, and the
+    push failed once it had moved the remote's ref ("cannot set ref remotes/…: object … is not in the store";
+    tests/gc/test_writers_beside_gc.py)."""
+    refs = _selected_refs(store, ref_names)
+    for _ in range(_READ_AGAIN):
+        with ExitStack() as leases:
+            for value in sorted(set(refs.values())):
+                leases.enter_context(store.keeping(value))
+            now = _selected_refs(store, ref_names)
+            if now == refs:
+                kept.enter_context(leases.pop_all())
+                return refs
+        refs = now
+    return refs  # (refs moving faster than they can be read twice: pushed as read, as before)
+
+
+_READ_AGAIN = 3
 
 
 def _selected_refs(store: Transfer, ref_names: Iterable[str] | None) -> dict[str, str]:

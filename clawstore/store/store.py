@@ -162,6 +162,12 @@ class Store(ObjectStore):
     def lease(self, purpose: str) -> contextlib.AbstractContextManager[locks.LeaseInfo]:
         return locks.lease(self.root, purpose)
 
+    def keeping(self, oid: str) -> contextlib.AbstractContextManager[locks.LeaseInfo]:
+        """A lease naming `oid` (as `reading_ref`'s names a head): gc keeps it and all it reaches until the block ends.
+        For an object a command is about to name by a ref, read elsewhere than in a ref of this store (a pull: the
+        remote's head, which the store may hold already, in packs no lease window covers)."""
+        return locks.lease(self.root, locks.READING_HEAD_LEASE_PREFIX + oid)
+
     @contextlib.contextmanager
     def reading_ref(self, name: str) -> Iterator[str | None]:
         """The object ref `name` points at, kept from a gc until the block ends: a lease naming it (as a build reading

@@ -18,6 +18,7 @@ from clawstore.builder.batch_doc import BatchDoc
 from clawstore.store import RecordDoc, Store
 from clawstore.store.core.ids import oid_hex
 from clawstore.testing.standin import StandIn, text
+from tests.hostile.attack import run_claw
 from tests.support.claw import Claw
 from tests.support.judging import JUDGE, build, eval_profile, judge_reply, judge_requests
 from tests.support.reaped import Reap
@@ -345,6 +346,47 @@ def test_claw_status_collects_what_finished(scored: Workspace, claw: Claw, stand
     assert code == 0 and "pending" not in err
     assert sum(m["layers"]["judge"]["fresh"] for m in json.loads(out)["models"].values()) == 12
     assert batch_doc.pending(store()) == [] and judge_requests(standin) == 0
+
+
+@pytest.mark.parametrize("collector", ["batch status", "status"])
+def test_what_a_collect_recorded_outlives_a_gc_until_a_build(scored: Workspace, claw: Claw, standin: StandIn,
+                                                            collector: str) -> None:
+    """`claw batch status` (or `claw status`) records a finished batch's lines in the action cache outside a build,
+    and the batch's ref goes: then no root named those records. Before session 77 a `claw gc --grace 0` (any gc past
+    its grace period) before the next build deleted them with their entries, and the build paid for all 12
+    judgements again."""
+    standin.batch_settings(delay=60)
+    assert build(claw, "--batch")[0] == 0
+    standin.batch_settings(delay=0)
+    campaign = ("--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev")
+    code, out, err = claw(*collector.split(), *campaign, "--output", "json")
+    assert code == 0, err
+    assert batch_doc.pending(store()) == [] and judge_requests(standin) == 0
+    assert list(store().list_refs("collected/")) == ["collected/main__rp__ev"]
+    gc = run_claw(scored.root, "gc", "--grace", "0")
+    assert gc.code == 0, gc
+    assert run_claw(scored.root, "fsck").code == 0
+    code, report = build(claw)
+    assert code == 0, report
+    assert {r["score"] for r in report["rows"]} == {7.0}
+    assert judge_requests(standin) == 0 and standin.batch_stats()["lines"] == 12
+    assert store().list_refs("collected/") == {}  # (the build's head names them now: let go)
+    assert run_claw(scored.root, "gc", "--grace", "0").code == 0
+    assert build(claw)[0] == 0 and judge_requests(standin) == 0
+    assert run_claw(scored.root, "fsck").code == 0
+
+
+def test_retiring_a_campaign_lets_go_of_what_its_collects_recorded(scored: Workspace, claw: Claw,
+                                                                    standin: StandIn) -> None:
+    """No build of a retired campaign is coming to adopt them: `claw refs --delete` of its head lets them go."""
+    standin.batch_settings(delay=60)
+    assert build(claw, "--batch")[0] == 0
+    standin.batch_settings(delay=0)
+    assert claw("batch", "status", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev")[0] == 0
+    assert list(store().list_refs("collected/")) == ["collected/main__rp__ev"]
+    code, _, err = claw("refs", "--delete", "campaigns/main__rp__ev")
+    assert code == 0, err
+    assert store().list_refs("collected/") == {}
 
 
 def run_records(s: Store) -> dict[str, RecordDoc]:

@@ -60,14 +60,12 @@ class ImportReport:
     refs_kept: dict[str, str] = field(default_factory=dict)  # name -> the store's other target
     signer: str | None = None  # the key whose signature verified (None: unsigned)
     kept_apart: str | None = None  # with untrusted=True and an untrusted signer: the ref holding it apart
-    kept_by: str | None = None  # the ref `imports/archive-<id>` keeping what `keep` answered from gc (None: nothing)
+    kept_by: str | None = None  # ref `imports/archive-<id>`: keeps what it carries beyond its head (project/keeping.py)
 
 
 # ---------------------------------------------------------------------------------------------- import
 
 ContentCheck = Callable[[ArchiveManifest, "ArchiveContents"], None]
-# Given the store once the archive is published and its manifest: the records it brought that no ref keeps yet.
-KeptRecords = Callable[["Store", ArchiveManifest], Iterable[str]]
 
 
 class ArchiveContents:
@@ -200,13 +198,14 @@ def user_trusts(signer: str | None) -> bool:
 
 
 def import_archive(store: Store, path: Path, pins: Iterable[str] = (), check: ContentCheck | None = None,
-                   untrusted: bool = False, trusts: Trusts = user_trusts, keep: KeptRecords | None = None
-                   ) -> ImportReport:
+                   untrusted: bool = False, trusts: Trusts = user_trusts,
+                   then: Callable[[Store, ImportReport], None] | None = None) -> ImportReport:
     """Verify the whole archive, then publish its objects, entries and refs; nothing becomes visible unless every byte
     and `check(manifest, contents)` passed, and importing twice changes nothing. `pins`: extra refs to the archive's
-    head; `untrusted`: keep unsigned content apart; `keep`: records to keep from gc by a ref of the import's own
-    (`report.kept_by`, store/kept.py), set before the import's lease ends: a gc meanwhile keeps what the import wrote
-    as the lease's, any later one as the ref's. Details: docs/gc-and-archives.md (Details by module)."""
+    head; `untrusted`: keep unsigned content apart; `then`: what reads the published archive from the store next (the
+    head given a build log, the configs checked out), under the import's lease: no ref names the config tree, and
+    before session 77 a `claw gc` once the import had published deleted it before `--configs-to` wrote it out
+    (tests/gc/test_writers_beside_gc.py). Details: docs/gc-and-archives.md (Details by module)."""
     path = Path(path)
     staged: dict[str, Path] = {}  # large frames, each in a file of its own (small ones: in `shared`, by place)
     present = 0
@@ -244,13 +243,11 @@ def import_archive(store: Store, path: Path, pins: Iterable[str] = (), check: Co
         if trusted:
             write_actions(store, summary.manifest.actions, report)
             write_refs(store, refs, report)
-            if keep is not None:
-                from clawstore.store.kept import keep_imported
-
-                report.kept_by = keep_imported(store, "archive", keep(store, summary.manifest))
         else:
             report.kept_apart = store.keep_apart(report.signer, dict(summary.manifest.actions.items()), refs,
                                                  report.summary.digest)
+        if then is not None:
+            then(store, report)
     return report
 
 
@@ -428,11 +425,14 @@ def import_target_problem(store_dir: Path) -> str | None:
 
 
 def import_into(store_dir: Path, path: Path, pins: Iterable[str] = (), check: ContentCheck | None = None,
-                untrusted: bool = False, keep: KeptRecords | None = None) -> tuple[Store, ImportReport]:
-    """Import into the store at `store_dir`, or into a new store there when it is empty or absent.
+                untrusted: bool = False, then: Callable[[Store, ImportReport], None] | None = None
+                ) -> tuple[Store, ImportReport]:
+    """Import into the store at `store_dir`, or into a new store there when it is empty or absent (`then`: as
+    import_archive's, done once).
 
     A new store is built whole in a hidden sibling directory and renamed into place once the import
-    succeeded: a refused archive leaves nothing behind, not even an empty store."""
+    succeeded: a refused archive leaves nothing behind, not even an empty store (`then` runs there, before the
+    rename: no gc knows that directory)."""
     from clawstore.store.store import Store
 
     problem = import_target_problem(store_dir)
@@ -440,7 +440,7 @@ def import_into(store_dir: Path, path: Path, pins: Iterable[str] = (), check: Co
         raise UsageError(f"--store {store_dir}: {problem}")
     if (store_dir / FORMAT_FILE).is_file():
         store = Store(store_dir, create=False)
-        return store, import_archive(store, path, pins, check, untrusted, keep=keep)
+        return store, import_archive(store, path, pins, check, untrusted, then=then)
     anchor = store_dir.absolute().parent
     while not anchor.is_dir():
         anchor = anchor.parent
@@ -449,7 +449,7 @@ def import_into(store_dir: Path, path: Path, pins: Iterable[str] = (), check: Co
     staging = anchor / f"{prefix}{temp_name('')}"
     try:
         with Store(staging) as staged:  # closed (its pack sealed, its files let go): the directory is about to move
-            report = import_archive(staged, path, pins, check, untrusted, keep=keep)
+            report = import_archive(staged, path, pins, check, untrusted, then=then)
         store_dir.absolute().parent.mkdir(parents=True, exist_ok=True)
         placed = _take_place(staging, store_dir)
         if placed:
@@ -459,8 +459,8 @@ def import_into(store_dir: Path, path: Path, pins: Iterable[str] = (), check: Co
         raise
     if not placed:  # another import made the store there meanwhile (it said "st: Directory not empty", exit 3)
         shutil.rmtree(staging, ignore_errors=True)
-        # into that store, or the folder's problem said
-        return import_into(store_dir, path, pins, check, untrusted, keep)
+        # (into that store, or the folder's problem said; `then` ran in the staged one: the same archive's, not again)
+        return import_into(store_dir, path, pins, check, untrusted)
     return Store(store_dir, create=False), report
 
 

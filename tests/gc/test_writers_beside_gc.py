@@ -1,0 +1,222 @@
+"""Writers beside a `claw gc --grace 0` (session 77): each writer, a real `claw` process, is stopped between what it
+wrote or read and the ref that names it (tests/gc/proc_writer_held.py); a real `claw gc --grace 0` runs to its end
+meanwhile; the writer goes on. What the user then sees: `claw fsck` clean, and the state written served without a
+request to the stand-in."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from clawstore.store.store import Store
+from clawstore.testing.standin import StandIn
+from tests.hostile.attack import run_claw
+from tests.pae.paefiles import write_outputs
+from tests.pae.test_import_pae import SETTINGS, SYSTEM, pae_runs
+from tests.support.claw import env  # noqa: F401 - fixture
+from tests.support.judging import JUDGE, eval_profile, judge_reply
+from tests.support.prepared import run_here
+from tests.support.storefiles import age, age_packs
+from tests.support.workspace import Workspace, standard
+
+CAMPAIGN = ("--suite", "main", "--run-profile", "rp")
+PROC = Path(__file__).with_name("proc_writer_held.py")
+
+
+def held(cwd: Path, hold_at: str, *command: str) -> subprocess.Popen[str]:
+    """`claw COMMAND` started and stopped before its first call of `hold_at` (it said so)."""
+    writer = subprocess.Popen([sys.executable, str(PROC), *command], cwd=cwd, env={**os.environ, "HOLD_AT": hold_at},
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert writer.stderr is not None
+    said = writer.stderr.readline()
+    if said != "held\n":
+        out, err = writer.communicate(timeout=60)
+        raise AssertionError(f"{command} never reached {hold_at}: exit {writer.returncode}\n{said}{err}{out}")
+    return writer
+
+
+def release(writer: subprocess.Popen[str]) -> subprocess.CompletedProcess[str]:
+    out, err = writer.communicate("go\n", timeout=120)
+    return subprocess.CompletedProcess(writer.args, writer.returncode, out, err)
+
+
+def gc_now(cwd: Path, *options: str) -> None:
+    gc = run_claw(cwd, "gc", "--grace", "0", *options)
+    assert gc.code == 0, gc
+
+
+def _edit(ws: Workspace, *prompts: str) -> None:
+    ws.case("alpha", prompts[0])
+    ws.case("beta", prompts[1])
+
+
+def test_pin_beside_a_build_and_gc_pins_a_whole_head(tmp_path: Path, standin: StandIn,
+                                                     env: dict[str, str]) -> None:  # noqa: F811
+    """`claw pin` has read the campaign's head and is about to point pins/v1 at it when a build moves the campaign on
+    and `claw gc --grace 0` runs. Before session 77 pin held no lease: gc deleted the head, and the pin failed (exit 3,
+    "cannot set ref pins/v1: object blake3:… is not in the store"), the state it was asked to keep gone."""
+    ws = standard(tmp_path / "ws")
+    assert run_here(ws.root, "build", *CAMPAIGN).code == 0
+    writer = held(ws.root, "clawstore.store.store:Store.set_ref", "pin", "v1", *CAMPAIGN)
+    try:
+        _edit(ws, "What is 3 + 3?", "Name a shape.")
+        assert run_here(ws.root, "build", *CAMPAIGN).code == 0
+        gc_now(ws.root)
+    finally:
+        pinned = release(writer)
+    assert pinned.returncode == 0, pinned.stderr
+    assert "pins/v1 -> blake3:" in pinned.stdout, pinned.stdout
+    fsck = run_claw(ws.root, "fsck")
+    assert fsck.code == 0, fsck
+    _edit(ws, "What is 2 + 2?", "Name a colour.")  # (the pinned state's configs: standard()'s prompts)
+    asked = len(standin.requests)
+    rebuilt = run_here(ws.root, "build", *CAMPAIGN)
+    assert rebuilt.code == 0, rebuilt
+    assert len(standin.requests) == asked, standin.requests[asked:]
+
+
+def test_archive_import_beside_gc_writes_the_configs(tmp_path: Path, standin: StandIn,
+                                                     env: dict[str, str]) -> None:  # noqa: F811
+    """`claw archive import --configs-to DIR` into a workspace holding only its store has published the archive and is
+    about to check its configs out when `claw gc --grace 0` runs there. Before session 77 its lease had ended with the
+    publishing, and nothing names the config tree: gc deleted it, and the import failed after all."""
+    ws = standard(tmp_path / "ws")
+    assert run_here(ws.root, "build", *CAMPAIGN).code == 0
+    assert run_here(ws.root, "archive", "export", *CAMPAIGN, "-o", str(tmp_path / "main.claw")).code == 0
+    there = tmp_path / "there"
+    Store(there / "store").close()  # (a fresh workspace: only its store)
+    store = ("--store", str(there / "store"))
+    writer = held(tmp_path, "clawstore.project.keeping:write_configs",
+                  "archive", "import", str(tmp_path / "main.claw"), "--configs-to", str(there), *store)
+    try:
+        gc_now(tmp_path, *store)
+    finally:
+        imported = release(writer)
+    assert imported.returncode == 0, imported.stderr
+    assert f"configs written to {there / 'configs'}" in imported.stdout, imported.stdout
+    fsck = run_claw(tmp_path, "fsck", *store)
+    assert fsck.code == 0, fsck
+    asked = len(standin.requests)
+    rebuilt = run_here(there, "build", *CAMPAIGN, *store)
+    assert rebuilt.code == 0, rebuilt
+    assert "0 executed" in rebuilt.stdout, rebuilt.stdout
+    assert len(standin.requests) == asked, standin.requests[asked:]
+
+
+def test_pull_beside_gc_brings_a_deleted_head_back_whole(tmp_path: Path, standin: StandIn,
+                                                         env: dict[str, str]) -> None:  # noqa: F811
+    """A campaign retired here (`claw refs --delete` of its head and tracking ref, docs/gc-and-archives.md) and pulled
+    back an hour later: every object is still in the store, so the pull fetches nothing, and `claw gc --grace 0` runs
+    before it moves the ref. Before session 77 the pull's lease kept only the action cache and young packs: gc deleted
+    the head and its parts, and the pull kept the ref away ("remote head … was not in any pack")."""
+    ws = standard(tmp_path / "ws")
+    head = "campaigns/main__rp__none"
+    assert run_here(ws.root, "remote", "add", "team", str(tmp_path / "remote")).code == 0
+    assert run_here(ws.root, "build", *CAMPAIGN).code == 0
+    assert run_here(ws.root, "push", "team").code == 0
+    assert run_here(ws.root, "refs", "--delete", head, "--delete", f"remotes/team/{head}").code == 0
+    with Store(Path(env["CLAW_STORE"])) as store:
+        age_packs(store, 3600)  # (written an hour ago: older than a running pull's lease window)
+    writer = held(ws.root, "clawstore.remote.pull:_pull_ref", "pull", "team")
+    try:
+        gc_now(ws.root)
+    finally:
+        pulled = release(writer)
+    assert pulled.returncode == 0, pulled.stderr
+    refs = run_claw(ws.root, "refs")
+    assert head in refs.stdout, pulled.stdout + pulled.stderr + refs.stdout
+    fsck = run_claw(ws.root, "fsck")
+    assert fsck.code == 0, fsck
+    asked = len(standin.requests)
+    rebuilt = run_here(ws.root, "build", *CAMPAIGN)
+    assert rebuilt.code == 0, rebuilt
+    assert len(standin.requests) == asked, standin.requests[asked:]
+
+
+def test_pull_beside_gc_keeps_a_pack_an_interrupted_pull_downloaded(tmp_path: Path, standin: StandIn,
+                                                                    env: dict[str, str]) -> None:  # noqa: F811
+    """A pull SIGKILLed after downloading a pack keeps it for the next pull (remote/downloads.py), which moves it in
+    whole (1 MiB or more) an hour later, and `claw gc --grace 0` runs before that pull moves the ref. Before session 77
+    the pack kept its download's mtime, older than the pull's lease window: gc deleted it, head and all, and the pull
+    kept the ref away ("remote head … was not in any pack")."""
+    ws = standard(tmp_path / "ws")
+    (ws.configs / "cases" / "alpha" / "data.csv").write_text(
+        "".join(f"{n},{os.urandom(24).hex()}\n" for n in range(48_000)))  # (~2.6 MB: a pack over 1 MiB)
+    ws.edit("cases/alpha/test.yaml", lambda d: d["input"].update(attachments=["data.csv"]))
+    remote = str(tmp_path / "remote")
+    assert run_here(ws.root, "remote", "add", "team", remote).code == 0
+    assert run_here(ws.root, "build", *CAMPAIGN).code == 0
+    assert run_here(ws.root, "push", "team").code == 0
+    there = tmp_path / "there"
+    there.mkdir()
+    os.environ["CLAW_STORE"] = str(there / "store")  # (env's monkeypatch restores it)
+    assert run_here(there, "remote", "add", "team", remote).code == 0
+    first = held(there, "clawstore.store.services.transfer:Incoming.check", "pull", "team")  # (downloaded, kept)
+    first.kill()
+    first.communicate(timeout=60)
+    kept = list((there / "store" / "remotes" / "team" / "incoming").glob("*.pack"))
+    assert kept and max(path.stat().st_size for path in kept) >= 1 << 20, kept
+    age(kept, 3600)  # (the pull run again an hour later)
+    writer = held(there, "clawstore.remote.pull:_pull_ref", "pull", "team")
+    try:
+        gc_now(there)
+    finally:
+        pulled = release(writer)
+    assert pulled.returncode == 0, pulled.stderr
+    assert "campaigns/main__rp__none" in run_claw(there, "refs").stdout, pulled.stdout + pulled.stderr
+    fsck = run_claw(there, "fsck")
+    assert fsck.code == 0, fsck
+    asked = len(standin.requests)
+    rebuilt = run_here(ws.root, "build", *CAMPAIGN)  # (the same configs, built with the store pulled into)
+    assert rebuilt.code == 0, rebuilt
+    assert len(standin.requests) == asked, standin.requests[asked:]
+
+
+def test_import_pae_beside_gc_keeps_what_pae_paid_for(tmp_path: Path, standin: StandIn,
+                                                      env: dict[str, str]) -> None:  # noqa: F811
+    """`claw import-pae` has stored every run and judgement and is about to name them from `imports/pae-…` when `claw
+    gc --grace 0` runs. Safe before session 77 too (its lease, pae/importer.py, spans its first write to that ref:
+    gc keeps the action cache's closure and young packs meanwhile); this proves it (without that lease: 16
+    requests)."""
+    ws = standard(tmp_path / "ws")
+    eval_profile(ws)
+    standin.script(JUDGE, judge_reply(5))
+    write_outputs(ws.root, pae_runs(), SETTINGS, SYSTEM)
+    writer = held(ws.root, "clawstore.pae.importer:keep_imported", "import-pae", str(ws.root))
+    try:
+        gc_now(ws.root)
+    finally:
+        imported = release(writer)
+    assert imported.returncode == 0, imported.stderr
+    assert run_claw(ws.root, "fsck").code == 0
+    rebuilt = run_here(ws.root, "build", *CAMPAIGN, "--evaluation-profile", "ev")
+    assert rebuilt.code == 0, rebuilt
+    assert standin.requests == []
+
+
+def test_push_beside_a_build_and_gc_sends_and_remembers_a_whole_head(tmp_path: Path, standin: StandIn,
+                                                                     env: dict[str, str]) -> None:  # noqa: F811
+    """`claw push` has read the campaign's head (built an hour ago, in a pack of its own: the second build's) and sent
+    it, and is about to move the remote's ref when a build moves the campaign on here and `claw gc --grace 0` runs.
+    Before session 77 its lease kept only the action cache and young packs: gc deleted the head it was pushing."""
+    ws = standard(tmp_path / "ws")
+    assert run_here(ws.root, "remote", "add", "team", str(tmp_path / "remote")).code == 0
+    assert run_here(ws.root, "build", *CAMPAIGN).code == 0
+    ws.case("alpha", "What is 3 + 3?")
+    assert run_here(ws.root, "build", *CAMPAIGN).code == 0  # (the head in a pack with alpha's new runs alone)
+    with Store(Path(env["CLAW_STORE"])) as store:
+        age_packs(store, 3600)  # (built an hour ago: older than a running push's lease window)
+    writer = held(ws.root, "clawstore.remote.push:_move_refs", "push", "team")
+    try:
+        ws.case("alpha", "What is 4 + 4?")  # (beta's runs reused: nothing of the pushed head's pack put again)
+        assert run_here(ws.root, "build", *CAMPAIGN).code == 0
+        gc_now(ws.root)
+    finally:
+        pushed = release(writer)
+    assert pushed.returncode == 0, pushed.stderr
+    fsck = run_claw(ws.root, "fsck")
+    assert fsck.code == 0, fsck
+    again = run_claw(ws.root, "push", "team")  # (this store's newer head: sent, nothing refused)
+    assert again.code == 0, again
