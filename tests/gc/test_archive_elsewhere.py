@@ -142,3 +142,36 @@ def test_a_gc_past_its_grace_period_in_the_importing_store_keeps_what_the_killed
     # The ref is what kept it: deleted, gc reclaims what no head names, and the build pays for it again.
     _, _, paid_unkept = _import_gc_build(claw, standin, archive, tmp_path / "unkept", monkeypatch, delete_kept=True)
     assert paid_unkept[("vendor/m1", "Slow one?")] == 1 and paid < paid_unkept, (paid, paid_unkept)
+
+
+def test_an_untrusted_import_trusted_later_keeps_what_the_killed_build_finished_past_a_gc(
+        ws: Workspace, claw: Claw, standin: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Imported --untrusted, the archive's entries are kept apart (a ref untrusted/…, a gc root); once its signer is
+    trusted the next build moves them in (store/untrusted.py promote_trusted), and before session 77 nothing kept what
+    the archive carried beyond its head after that: a build that moved them in without adopting them (here one of
+    another case), then a `claw gc --grace 0`, and the build of the campaign paid for m1's run of gamma again. The
+    promotion keeps them as the trusted import does, by `imports/archive-<id>`: the same ref."""
+    archive = _exported(ws, claw, standin, tmp_path / "campaign.claw")
+    signer = _ok(claw, "key", "show").strip()
+    trusted = tmp_path / "trusted"
+    _ok(claw, "archive", "import", str(archive), "--store", str(trusted / "store"), "--configs-to", str(trusted))
+    kept_by = json.loads(_ok(claw, "refs", "--json", "--store", str(trusted / "store")))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "another-user"))  # (a key of its own, trusting nobody)
+    place = tmp_path / "untrusted"
+    imported = claw("archive", "import", str(archive), "--untrusted", "--store", str(place / "store"),
+                    "--configs-to", str(place))
+    assert imported[0] == 0 and "kept apart" in imported[2], imported
+    monkeypatch.chdir(place)
+    monkeypatch.setenv("CLAW_STORE", str(place / "store"))
+    assert not [name for name in json.loads(_ok(claw, "refs", "--json")) if name.startswith("imports/")]
+    _ok(claw, "trust", "add", signer)
+    before = len(standin.requests)
+    _ok(claw, "build", *CAMPAIGN, "--case", "alpha")  # (moves the entries in; its head names none of gamma's)
+    assert len(standin.requests) == before
+    refs = json.loads(_ok(claw, "refs", "--json"))
+    assert {name: refs.get(name) for name in kept_by if name.startswith("imports/archive-")} == {
+        name: target for name, target in kept_by.items() if name.startswith("imports/archive-")} != {}
+    _ok(claw, "gc", "--grace", "0")
+    assert claw("fsck")[0] == 0
+    claw("build", *CAMPAIGN)
+    assert ("vendor/m1", "Slow one?") not in _asked(standin, before)  # what the killed build paid for, not again
