@@ -26,7 +26,6 @@ from clawstore.store.kept import beyond_heads
 from clawstore.store.reach import Reach, head_closure
 from clawstore.store.services.archive import ArchiveError, ArchiveSummary, write_archive
 from clawstore.store.services.archive_import import ArchiveContents, ContentCheck
-from clawstore.store.services.archive_listing import ActionEntries
 from clawstore.store.trees import NotATreeError, UnsafeTreeError, check_entries, parse_tree
 from clawstore.values import jsontext
 
@@ -333,9 +332,7 @@ def beyond_head_records(store: Store, manifest: ArchiveManifest) -> list[str]:
     (tests/gc/test_archive_elsewhere.py). An archive of a head alone has none."""
     if manifest.head is None:
         return []
-    actions = manifest.actions
-    return beyond_heads(store, [manifest.head], actions if isinstance(actions, ActionEntries)
-                        else ActionEntries.of_dict(actions))
+    return beyond_heads(store, [manifest.head], manifest.actions)
 
 
 def configs_of(manifest: ArchiveManifest) -> str | None:

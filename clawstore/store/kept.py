@@ -5,14 +5,13 @@ does the first build after an archive imported --untrusted is trusted (store/unt
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from clawstore.store.core.ids import PREFIX, is_oid
 from clawstore.store.headdoc import iter_nodes
 
 if TYPE_CHECKING:
-    from clawstore.store.services.archive_listing import ActionEntries
     from clawstore.store.store import Store
 
 IMPORTS = "imports/"  # refs of imports: each names what one import stored or found (a gc root, like a pin)
@@ -32,14 +31,17 @@ def keep_imported(store: Store, what: str, records: Iterable[str]) -> str | None
     return ref
 
 
-def beyond_heads(store: Store, heads: Iterable[str], entries: ActionEntries) -> list[str]:
-    """The records `entries` (an archive's, or a kept-apart set's) name that none of the heads' nodes do, each once,
-    sorted: what a killed build finished beyond the head it was exported with (export_campaign's `beyond_head`), which
-    no head names until a build adopts them. One byte an entry marks those a head names (each node's key found among
+def beyond_heads(store: Store, heads: Iterable[str], entries: Mapping[str, str]) -> list[str]:
+    """The records `entries` (an archive's, a kept-apart set's, a pull's) name that none of the heads' nodes do, each
+    once, sorted: what a killed build finished beyond the head it was exported or pushed with, which no head names
+    until a build adopts them. One byte an entry marks those a head names (each node's key found among
     the entries' sorted keys): no set of ids, whatever the campaign's size. A head not here, or not a head, names
     none."""
-    keys, records = entries.keys_sorted, entries.records
-    named = bytearray(len(entries))
+    from clawstore.store.services.archive_listing import ActionEntries
+
+    packed = entries if isinstance(entries, ActionEntries) else ActionEntries.of_dict(entries)
+    keys, records = packed.keys_sorted, packed.records
+    named = bytearray(len(packed))
     for head_id in heads:
         head = store.get_json(head_id) if is_oid(head_id) and store.has(head_id) else None
         if not isinstance(head, dict):
@@ -51,3 +53,4 @@ def beyond_heads(store: Store, heads: Iterable[str], entries: ActionEntries) -> 
                 if at >= 0 and records[at * 32:at * 32 + 32].hex() == record[len(PREFIX):]:
                     named[at] = 1
     return sorted({PREFIX + records[at * 32:at * 32 + 32].hex() for at in range(len(named)) if not named[at]})
+

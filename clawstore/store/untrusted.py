@@ -101,9 +101,8 @@ def keep_beyond_heads(store: Store, doc: KeptApart) -> str | None:
     (tests/gc/test_archive_elsewhere.py). A set with no head (a pull's: its packs' entries, or its refs alone) keeps
     nothing here."""
     from clawstore.store.kept import beyond_heads, keep_imported
-    from clawstore.store.services.archive_listing import ActionEntries
 
     heads = sorted({target for ref, target in doc.refs.items() if ref.startswith(CAMPAIGN_REFS)})
     if not heads or not doc.actions:
         return None
-    return keep_imported(store, "archive", beyond_heads(store, heads, ActionEntries.of_dict(doc.actions)))
+    return keep_imported(store, "archive", beyond_heads(store, heads, doc.actions))
