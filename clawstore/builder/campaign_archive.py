@@ -22,10 +22,10 @@ from clawstore.store.core.ids import PREFIX, is_oid
 from clawstore.store.core.locks import EXPORT_LEASE_PREFIX
 from clawstore.store.core.names import is_name, name_problem
 from clawstore.store.headdoc import is_parted, iter_nodes, write_inline
+from clawstore.store.kept import beyond_heads
 from clawstore.store.reach import Reach, head_closure
 from clawstore.store.services.archive import ArchiveError, ArchiveSummary, write_archive
 from clawstore.store.services.archive_import import ArchiveContents, ContentCheck
-from clawstore.store.services.archive_listing import ActionEntries
 from clawstore.store.trees import NotATreeError, UnsafeTreeError, check_entries, parse_tree
 from clawstore.values import jsontext
 
@@ -329,23 +329,10 @@ def beyond_head_records(store: Store, manifest: ArchiveManifest) -> list[str]:
     would have reused beyond its head (a killed build's results, export_campaign's `beyond_head`), which no head here
     names until a build adopts them. Kept from gc by the import's `imports/archive-<id>` ref (store/kept.py): before
     session 77 only the grace period kept them, and a build after a `claw gc --grace 0` paid for them again
-    (tests/gc/test_archive_elsewhere.py). An archive of a head alone has none. One byte an entry marks those the head
-    names (each node's key found among the archive's sorted keys): no set of ids, whatever the campaign's size."""
-    head_id = manifest.head
-    head = store.get_json(head_id) if head_id is not None else None
-    if not isinstance(head, dict):
+    (tests/gc/test_archive_elsewhere.py). An archive of a head alone has none."""
+    if manifest.head is None:
         return []
-    actions = manifest.actions
-    entries = actions if isinstance(actions, ActionEntries) else ActionEntries.of_dict(actions)
-    keys, records = entries.keys_sorted, entries.records
-    named = bytearray(len(entries))
-    for node in iter_nodes(head, store.get_json):
-        key, record = (node.get("key"), node.get("record")) if isinstance(node, dict) else (None, None)
-        if is_oid(key) and is_oid(record):
-            at = keys.index(bytes.fromhex(key[len(PREFIX):]))
-            if at >= 0 and records[at * 32:at * 32 + 32].hex() == record[len(PREFIX):]:
-                named[at] = 1
-    return sorted({PREFIX + records[at * 32:at * 32 + 32].hex() for at in range(len(named)) if not named[at]})
+    return beyond_heads(store, [manifest.head], manifest.actions)
 
 
 def configs_of(manifest: ArchiveManifest) -> str | None:

@@ -33,6 +33,7 @@ def pull_command(remote: str, endpoint_url: str | None, suite: str | None, run_p
     from clawstore.remote.progress import open_transfer_progress
     from clawstore.remote.pull import pull
     from clawstore.store import Store
+    from clawstore.store.pulled import keep_pulled
 
     target = resolve_remote(workspace(), remote, endpoint_url, must_exist=True)  # before a store is created
     where = workspace_store_dir(store_dir)
@@ -42,7 +43,7 @@ def pull_command(remote: str, endpoint_url: str | None, suite: str | None, run_p
     try:
         with collector_paused():  # 10% of a big pull was the collector walking its acyclic ids and documents
             report = pull(store, target, ref_names(suite, run_profile, evaluation_profile, pin),
-                          untrusted=untrusted, progress=shown)
+                          untrusted=untrusted, progress=shown, keep=keep_pulled)
     except Exception:  # (not an interrupt: the pull run again resumes there, fsck can look)
         if made is not None:  # (an unreachable remote, a refused pack: no empty store left where there was none)
             _unmake(store, where, made)

@@ -25,15 +25,19 @@ def push_command(remote: str, endpoint_url: str | None, suite: str | None, run_p
     from clawstore.remote.progress import open_transfer_progress
     from clawstore.remote.push import push
     from clawstore.store import Store
+    from clawstore.store.buildlogs import unadopted_entries
 
     target = resolve_remote(workspace(), remote, endpoint_url)  # (a bad one is refused before the store opens)
     root = workspace_store_dir(store_dir, must_exist=True)
     refuse_read_only(root, "push keeps what it pushed under remotes/ (push from a writable copy of the store)")
     store = closed_with_command(Store(root, create=False))
     shown = open_transfer_progress(progress, sys.stderr, "pushing", f"to {target.url}")
+    names = ref_names(suite, run_profile, evaluation_profile, pin)
     try:
         with collector_paused():  # its lists of ids are acyclic; the process ends right after
-            report = push(store, target, ref_names(suite, run_profile, evaluation_profile, pin), progress=shown)
+            # (a whole store's push marks what its killed builds finished: a pulling store keeps it from gc)
+            report = push(store, target, names, progress=shown,
+                          unadopted=unadopted_entries(store) if names is None else None)
     finally:
         shown.close()
     click.echo(report.summary())

@@ -49,6 +49,11 @@ class Listing:
         return len(self.objects) if self.objects is not None else self.signed["objects"]
 
     @property
+    def unadopted(self) -> bool:
+        """Are its entries marked as what the pusher's killed builds finished, no build adopted yet (`encode`)?"""
+        return self.signed.get(UNADOPTED) is True and self.format == FORMAT
+
+    @property
     def document_ids(self) -> list[str]:
         """The id of the entries document the pack also holds ([] for most listings)."""
         return [] if self.document is None else [self.document]
@@ -67,9 +72,15 @@ def entries(actions: dict[bytes, bytes]) -> bytes:
     return b"".join(sorted(map(bytes.__add__, actions.keys(), actions.values())))
 
 
-def encode(pack: str, size: int, table: bytes, count: int, pairs: bytes, document: str | None) -> bytes:
+UNADOPTED = "unadopted"  # a listing's field: its entries are what the pusher's killed builds finished (remote/push.py)
+
+
+def encode(pack: str, size: int, table: bytes, count: int, pairs: bytes, document: str | None,
+           unadopted: bool = False) -> bytes:
     """The signed listing of a pack (its BLAKE3 hex name and size) whose `table` (face.pack_table) names `count`
-    objects besides its entries `document`, carrying the entries `pairs` (made by `entries`)."""
+    objects besides its entries `document`, carrying the entries `pairs` (made by `entries`). `unadopted`: marked as
+    what the pusher's killed builds finished and no build adopted yet (`"unadopted": true`: a field a claw before
+    session 77 does not read, taking the entries as any listing's)."""
     from clawstore.trust import signature
 
     fields: dict[str, Any] = {"format": FORMAT, "pack": pack, "size": size, "objects": count,
@@ -77,6 +88,8 @@ def encode(pack: str, size: int, table: bytes, count: int, pairs: bytes, documen
                               "actions": len(pairs) // 64, "body": blake3.blake3(pairs).hexdigest()}
     if document is not None:
         fields["document"] = document
+    if unadopted:
+        fields[UNADOPTED] = True
     return signature.signed_json(fields) + b"\n" + pairs
 
 

@@ -537,11 +537,12 @@ class _Pull:
 
 
 def pull(store: Transfer, remote: Remote, ref_names: Iterable[str] | None = None, untrusted: bool = False,
-         progress: TransferProgress | None = None) -> SyncReport:
+         progress: TransferProgress | None = None, keep: KeepPulled | None = None) -> SyncReport:
     """Fetch the packs this store lacks (verified, signed by a trusted key), then move the refs.
 
     `untrusted`: keep packs of untrusted signers, and then the refs, apart (not remembered as fetched, so a later pull
-    refuses them again). `progress`: told of packs planned and bytes arriving."""
+    refuses them again). `progress`: told of packs planned and bytes arriving. `keep`: given what listings marked as a
+    pusher's killed builds' results (`_keep_unadopted`), keeps them from gc; the ref it set is `report.kept_by`."""
     backend = open_backend(remote.url, remote.endpoint_url)
     report = SyncReport("pulled from", backend.description)
     with store.lease(f"pull {remote.name}"), ExitStack() as kept:
@@ -574,7 +575,32 @@ def pull(store: Transfer, remote: Remote, ref_names: Iterable[str] | None = None
         walk = unlisted_packs(state.files)
         for name, value in sorted(remote_refs.items()):
             _pull_ref(store, remote, name, value, report, walk)
+        if keep is not None:
+            report.kept_by = _keep_unadopted(store, state, settled, keep)
     return report
+
+
+KeepPulled = Callable[[Transfer, dict[str, str]], "str | None"]  # (store, marked entries held here) -> the ref set
+
+
+def _keep_unadopted(store: Transfer, state: _Pull, settled: set[str], keep: KeepPulled) -> str | None:
+    """Keep from gc what the settled listings a push marked `unadopted` (its store's killed builds' results: push.py
+    `_unadopted_pack`) name, by `keep` (store/pulled.py: what no head here names, by a ref `imports/pull-<id>`), under
+    the pull's lease; the ref, None when nothing is kept. Only the entries this store holds as marked (verified as they
+    came, by this pull or an earlier one): a listing of a signer not trusted, or an entry this store's own record won,
+    keeps nothing. Before session 77 nothing kept them here: a `claw gc` past its grace period before the build deleted
+    them, and the build paid for them again (tests/gc/test_pull_beyond_head.py)."""
+    marked: dict[str, str] = {}
+    for pack in sorted(settled):
+        doc = state.listings[pack]
+        if doc.unadopted and state.trusted(pack):
+            marked.update(doc.actions)
+    if not marked:
+        return None
+    store.refresh()
+    held = store.get_action_record_id
+    here = {key: record for key, record in marked.items() if held(key, look_again=False) == record}
+    return keep(store, here) if here else None
 
 
 def pull_for_plan(store: Transfer, remote: Remote, head_ref: str, unbuilt_keys: Callable[[], set[str]]) -> SyncReport:

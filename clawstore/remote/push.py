@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -115,6 +115,7 @@ class _Outgoing:
     document: str | None = None  # the pack's one other object: its entries' digest (never adopted)
     own: str | None = None  # the store's pack sent as it is: its id
     named: _Named | None = None  # its name and listing, once made (`_named`)
+    unadopted: bool = False  # its entries are what killed builds finished (`_unadopted_pack`)
 
 
 @dataclass(frozen=True)
@@ -134,7 +135,7 @@ def _named(item: _Outgoing, work: Path) -> _Named:
     table = pack_table(item.path)
     count = len(item.objects) - (item.document is not None and bytes.fromhex(item.document) in set(item.objects))
     size = item.path.stat().st_size
-    signed.write_bytes(listing.encode(name, size, table, count, item.entries, item.document))
+    signed.write_bytes(listing.encode(name, size, table, count, item.entries, item.document, item.unadopted))
     return _Named(name, size, table, signed)
 
 
@@ -170,10 +171,33 @@ def _whole_packs(store: Transfer, remote_has: set[bytes], work: Path, covered: d
         yield _Outgoing(link, ids, own=pack.pack_id)
 
 
-def _entries_document(entries: bytes) -> bytes:
+def _entries_document(entries: bytes, unadopted: bool = False) -> bytes:
     """The one object of a pack whose listing carries entries (`listing.entries`) alone: names those
-    entries by their digest, so that each set of entries makes a pack (and so a listing name) of its own."""
-    return canonical_json({"kind": "remote-entries", "entries": blake3.blake3(entries).hexdigest()})
+    entries by their digest, so that each set of entries makes a pack (and so a listing name) of its own; `unadopted`
+    (`_unadopted_pack`) makes another pack than the same entries unmarked."""
+    return canonical_json({"kind": "remote-entries", "entries": blake3.blake3(entries).hexdigest(),
+                           **({listing.UNADOPTED: True} if unadopted else {})})
+
+
+def _unadopted_pack(unadopted: Mapping[bytes, bytes], store: Transfer, listings: dict[str, listing.Listing],
+                    work: Path) -> _Outgoing | None:
+    """The pack whose listing marks `unadopted`, the entries of what this store's killed builds finished and no build
+    adopted yet (store/buildlogs.py unadopted_entries: what its gc keeps by their journals), so that a pulling store
+    keeps those records from gc too (pull.py `_keep_unadopted`); None when there are none, or the remote's marked
+    listings hold each already. Before session 77 they travelled unmarked, and a `claw gc` past its grace period in the
+    pulling store before its build deleted them: the build paid for them again (tests/gc/test_pull_beyond_head.py)."""
+    if not unadopted:
+        return None
+    marked: dict[bytes, bytes] = {}
+    for doc in listings.values():
+        if doc.unadopted:
+            marked.update(_entry_digests(doc.actions))
+    if all(marked.get(key) == record for key, record in unadopted.items()):
+        return None
+    entries = listing.entries(dict(unadopted))
+    document = _entries_document(entries, unadopted=True)
+    item = _Outgoing(store.make_pack([], work, document), [], entries, oid_of(document)[len(PREFIX):], unadopted=True)
+    return _made(item, work)
 
 
 def _upload(backend: Backend, item: _Outgoing, remote_sizes: dict[str, int], work: Path,
@@ -269,10 +293,12 @@ class _Sender:
 
 
 def push(store: Transfer, remote: Remote, ref_names: Iterable[str] | None = None, move_refs: bool = True,
-         knowledge: RemoteKnowledge | None = None, progress: TransferProgress | None = None) -> SyncReport:
+         knowledge: RemoteKnowledge | None = None, progress: TransferProgress | None = None,
+         unadopted: Mapping[bytes, bytes] | None = None) -> SyncReport:
     """Send what the remote lacks: whole packs, then the other objects in new packs, then the new entries in a listing
     of their own. `move_refs=False` sends no refs (a running build's first interim push) and fills `knowledge`;
-    `progress` is told of packs and bytes. Details: docs/remote.md (Details by module)."""
+    `progress` is told of packs and bytes; `unadopted` (a whole store's push: store/buildlogs.py unadopted_entries),
+    entries marked in a listing of their own (`_unadopted_pack`). Details: docs/remote.md (Details by module)."""
     backend = open_backend(remote.url, remote.endpoint_url)
     report = SyncReport("pushed to", backend.description)
     with store.lease(f"push {remote.name}"), ExitStack() as kept, ThreadPoolExecutor(max_workers=1) as ahead, \
@@ -316,6 +342,9 @@ def push(store: Transfer, remote: Remote, ref_names: Iterable[str] | None = None
                 document = _entries_document(entries)
                 document_id = oid_of(document)[len(PREFIX):]
                 sender.send(_made(_Outgoing(store.make_pack([], tmp, document), [], entries, document_id), tmp))
+            marking = _unadopted_pack(unadopted or {}, store, listings, tmp) if ref_names is None else None
+            if marking is not None:  # (a whole store's: what its killed builds finished is among what it sends)
+                sender.send(marking)
             if objects_read is not None:  # (the whole store's objects, read after its entries)
                 objects = objects_read.result()
             lacking = objects - have_objects

@@ -17,12 +17,14 @@ import msgspec
 
 from clawstore.errors import StoreError
 from clawstore.host.durable import atomic_file, fsync_path, write_file_atomic
+from clawstore.store.core.ids import PREFIX, is_oid
 from clawstore.store.core.layout import StoreLayout
 from clawstore.store.core.names import check_name
 from clawstore.store.documents import BUILD_LOG_FORMAT, JOURNALED_FORMAT, BuildLogDoc, read_build_log_doc
 
 if TYPE_CHECKING:
     from clawstore.store.face import StoreReader
+    from clawstore.store.store import Store
 
 FIX = b'{"fix":'  # a journal line saying the node at that index failed after all (its record was not stored)
 TOLD_BY = "told_by"  # a killed build's log: the build that named it after it was killed, and ended (spend/killed.py)
@@ -70,6 +72,23 @@ def unadopted_windows(store: StoreReader) -> list[tuple[float, float]]:
                 last = max(last, path.stat().st_mtime)
         windows.append((last - UNJOURNALED_WINDOW_S, last + UNJOURNALED_WINDOW_S))
     return windows
+
+
+def unadopted_entries(store: Store) -> dict[bytes, bytes]:
+    """{key digest: record digest} of the entries gc keeps as what a killed build finished and no build adopted yet:
+    those whose record its journal names (`unadopted_records`), and those written within one of its windows
+    (`unadopted_windows`: what its journal may lack). What a whole `claw push` marks for the pulling store to keep
+    (remote/push.py `_unadopted_pack`). Empty at once when no build was killed."""
+    if not journals(store.root):
+        return {}
+    records = {bytes.fromhex(record[len(PREFIX):]) for _, record in unadopted_records(store) if is_oid(record)}
+    windows = [(int(low * 1e9), int(high * 1e9)) for low, high in unadopted_windows(store)]
+    if not records and not windows:
+        return {}
+    index = store.runtime.index
+    index.refresh()
+    return {key: entry.record for key, entry in index.actions.items() if entry.record is not None
+            and (entry.record in records or any(low <= entry.time_ns <= high for low, high in windows))}
 
 
 def journals(store_root: Path | str) -> list[Path]:

@@ -71,7 +71,9 @@ def _user_trusts() -> Callable[[str | None], bool]:
 
 def promote_trusted(store: Store, trusts: Callable[[str | None], bool] | None = None) -> list[str]:
     """Publish the entries and refs of every kept-apart import whose signer is trusted now; returns the
-    signers moved in. (Its entries were verified against their input documents when imported.)"""
+    signers moved in. (Its entries were verified against their input documents when imported.) What an archive's
+    entries name beyond its head (a killed build's results) is kept by `imports/archive-<id>`, the ref its import
+    would have set trusted (`keep_beyond_heads`), before the kept-apart set's ref goes."""
     names = store.list_refs(UNTRUSTED_REFS)
     if not names:
         return []  # the usual case: no import of the user's cryptography setup (nor of the archive code) at all
@@ -85,6 +87,22 @@ def promote_trusted(store: Store, trusts: Callable[[str | None], bool] | None = 
         report = ImportReport(summary=None)  # type: ignore[arg-type]  # counts only
         write_actions(store, doc.actions, report)
         write_refs(store, doc.refs, report)
+        keep_beyond_heads(store, doc)
         store.delete_ref(name)
         moved.append(str(doc.signer))
     return moved
+
+
+def keep_beyond_heads(store: Store, doc: KeptApart) -> str | None:
+    """Keep from gc the records a kept-apart archive's entries name that its campaign heads do not, as its import
+    does once trusted (store/kept.py: the same records, so the same ref `imports/archive-<id>`); the ref, None when
+    there is none. Before session 77 nothing kept them once moved in: a build that did not adopt them (another case's,
+    another campaign's), a `claw gc --grace 0`, and the campaign's build paid for them again
+    (tests/gc/test_archive_elsewhere.py). A set with no head (a pull's: its packs' entries, or its refs alone) keeps
+    nothing here."""
+    from clawstore.store.kept import beyond_heads, keep_imported
+
+    heads = sorted({target for ref, target in doc.refs.items() if ref.startswith(CAMPAIGN_REFS)})
+    if not heads or not doc.actions:
+        return None
+    return keep_imported(store, "archive", beyond_heads(store, heads, doc.actions))

@@ -7,18 +7,17 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
-import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
+from clawstore.spend.killed import KilledBuild
+from clawstore.store.store import Store
 from clawstore.testing.standin import StandIn, error, last_prompt, text
-from tests.hostile.attack import CLAW
 from tests.support.claw import Claw
 from tests.support.judging import JUDGE, eval_profile, judge_reply
+from tests.support.killing import build_killed_when
 from tests.support.workspace import Workspace
 
 CAMPAIGN = ("--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev")
@@ -39,22 +38,23 @@ def _script(standin: StandIn) -> None:
 
 
 def _killed_build(ws: Workspace, standin: StandIn) -> None:
-    """A build of a new case, SIGKILLed once m1's run of it is recorded while m2's still waits for its answer."""
+    """A build of a new case, SIGKILLed once m1's run of it is recorded (its action-cache entry written; its journal
+    line may come seconds later, store/buildlogs.py unadopted_windows) while m2's still waits for its answer: on that
+    condition (tests/support/killing.py), not 1 s after both were asked, which load 10 can outlast."""
     ws.case("gamma", "Slow one?")
     standin.script("vendor/m2", text("slow", latency=60), match="Slow one")
-    build = subprocess.Popen([CLAW, "build", *CAMPAIGN], cwd=ws.root, env=dict(os.environ),
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            asked = {(r["model"], last_prompt(r["messages"])) for r in standin.requests}
-            if {("vendor/m1", "Slow one?"), ("vendor/m2", "Slow one?")} <= asked:
-                break
-            time.sleep(0.05)
-        time.sleep(1.0)  # (m1's answer came at once: its record is stored well within this)
-    finally:
-        build.send_signal(signal.SIGKILL)
-        build.wait()
+    m1_gamma = {"model_id": "m1", "case_id": "gamma", "repetition": 0}
+    with Store(Path(os.environ["CLAW_STORE"]), create=False) as store:
+        before = {key for key, _ in store.iter_actions()}
+
+        def recorded(logged: KilledBuild | None) -> bool:
+            if logged is None or ("vendor/m2", "Slow one?") not in _asked(standin, 0):
+                return False
+            records = [store.get_json(record) for key, record in store.iter_actions() if key not in before and record]
+            return any(r.get("kind") == "run" and r.get("address") == m1_gamma and r.get("error") is None
+                       for r in records)
+
+        build_killed_when(ws.root, list(CAMPAIGN), recorded, lambda: _asked(standin, 0))
 
 
 def _asked(standin: StandIn, since: int) -> Counter[tuple[str, str]]:
@@ -142,3 +142,36 @@ def test_a_gc_past_its_grace_period_in_the_importing_store_keeps_what_the_killed
     # The ref is what kept it: deleted, gc reclaims what no head names, and the build pays for it again.
     _, _, paid_unkept = _import_gc_build(claw, standin, archive, tmp_path / "unkept", monkeypatch, delete_kept=True)
     assert paid_unkept[("vendor/m1", "Slow one?")] == 1 and paid < paid_unkept, (paid, paid_unkept)
+
+
+def test_an_untrusted_import_trusted_later_keeps_what_the_killed_build_finished_past_a_gc(
+        ws: Workspace, claw: Claw, standin: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Imported --untrusted, the archive's entries are kept apart (a ref untrusted/…, a gc root); once its signer is
+    trusted the next build moves them in (store/untrusted.py promote_trusted), and before session 77 nothing kept what
+    the archive carried beyond its head after that: a build that moved them in without adopting them (here one of
+    another case), then a `claw gc --grace 0`, and the build of the campaign paid for m1's run of gamma again. The
+    promotion keeps them as the trusted import does, by `imports/archive-<id>`: the same ref."""
+    archive = _exported(ws, claw, standin, tmp_path / "campaign.claw")
+    signer = _ok(claw, "key", "show").strip()
+    trusted = tmp_path / "trusted"
+    _ok(claw, "archive", "import", str(archive), "--store", str(trusted / "store"), "--configs-to", str(trusted))
+    kept_by = json.loads(_ok(claw, "refs", "--json", "--store", str(trusted / "store")))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "another-user"))  # (a key of its own, trusting nobody)
+    place = tmp_path / "untrusted"
+    imported = claw("archive", "import", str(archive), "--untrusted", "--store", str(place / "store"),
+                    "--configs-to", str(place))
+    assert imported[0] == 0 and "kept apart" in imported[2], imported
+    monkeypatch.chdir(place)
+    monkeypatch.setenv("CLAW_STORE", str(place / "store"))
+    assert not [name for name in json.loads(_ok(claw, "refs", "--json")) if name.startswith("imports/")]
+    _ok(claw, "trust", "add", signer)
+    before = len(standin.requests)
+    _ok(claw, "build", *CAMPAIGN, "--case", "alpha")  # (moves the entries in; its head names none of gamma's)
+    assert len(standin.requests) == before
+    refs = json.loads(_ok(claw, "refs", "--json"))
+    assert {name: refs.get(name) for name in kept_by if name.startswith("imports/archive-")} == {
+        name: target for name, target in kept_by.items() if name.startswith("imports/archive-")} != {}
+    _ok(claw, "gc", "--grace", "0")
+    assert claw("fsck")[0] == 0
+    claw("build", *CAMPAIGN)
+    assert ("vendor/m1", "Slow one?") not in _asked(standin, before)  # what the killed build paid for, not again

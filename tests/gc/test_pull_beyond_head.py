@@ -1,0 +1,115 @@
+"""What a killed build finished travels by `claw push` (a whole store's push sends every entry the remote lacks) and
+`claw pull` writes it into the colleague's store, where no head names it, and keeps it there from gc as the owner's
+journal does here: a real `claw build` SIGKILLed, a real push to a directory remote, a real pull into a fresh store,
+`claw gc --grace 0` there, then a build counted by the stand-in."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from clawstore.testing.standin import StandIn
+from tests.gc.test_archive_elsewhere import CAMPAIGN, _asked, _killed_build, _ok, _script
+from tests.support.claw import Claw
+from tests.support.judging import eval_profile
+from tests.support.oldclaw import old_claw, old_clawstore
+from tests.support.workspace import Workspace
+
+KILLED_RUN = ("vendor/m1", "Slow one?")  # what the killed build paid for (tests/gc/test_archive_elsewhere.py)
+BEFORE_THE_MARK = "010ff97"  # main when session 77's push began to mark listings `unadopted`
+
+
+def _pulled(claw: Claw, ws: Workspace, remote: Path, place: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A colleague's fresh store and workspace at `place` (the same configs, as from version control), pulled from
+    `remote`; claw runs there from now on. What the pull said."""
+    shutil.copytree(ws.configs, place / "configs")
+    monkeypatch.chdir(place)
+    monkeypatch.setenv("CLAW_STORE", str(place / "store"))
+    return _ok(claw, "pull", str(remote))
+
+
+def _kept_by(claw: Claw) -> list[str]:
+    return [name for name in json.loads(_ok(claw, "refs", "--json")) if name.startswith("imports/")]
+
+
+def _built(claw: Claw, standin: StandIn) -> Counter[tuple[str, str]]:
+    before = len(standin.requests)
+    claw("build", *CAMPAIGN)
+    return _asked(standin, before)
+
+
+def _pushed(ws: Workspace, claw: Claw, standin: StandIn, remote: Path) -> None:
+    """The campaign, its failed run and what a SIGKILLed build of a new case finished (m1's run of gamma), pushed whole
+    to the directory `remote`; the stand-in's counts reset."""
+    eval_profile(ws, repetitions=1)
+    _script(standin)
+    assert claw("build", *CAMPAIGN)[0] == 1  # (its failed run)
+    _killed_build(ws, standin)
+    standin.reset()
+    _script(standin)
+    assert "ref(s) moved" in _ok(claw, "push", str(remote))
+
+
+def test_a_whole_push_and_pull_carry_what_a_killed_build_finished_and_the_colleague_reuses_it(
+        ws: Workspace, claw: Claw, standin: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A whole store's push sends every entry the remote lacks, a killed build's too, and a full pull writes them: the
+    colleague's build pays for what the owner's build would, not for what the killed build finished."""
+    remote = tmp_path / "team"
+    _pushed(ws, claw, standin, remote)
+    paid_here = _built(claw, standin)  # (the owner's own build, for comparison; it pushes nothing more)
+    assert KILLED_RUN not in paid_here, paid_here
+    _pulled(claw, ws, remote, tmp_path / "colleague", monkeypatch)
+    assert "campaigns/main__rp__ev" in json.loads(_ok(claw, "refs", "--json"))
+    assert _built(claw, standin) == paid_here
+
+
+def test_a_gc_past_its_grace_period_after_a_pull_keeps_what_a_colleagues_killed_build_finished(
+        ws: Workspace, claw: Claw, standin: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In the owner's store the killed build's journal keeps what it finished from gc until a build adopts it (session
+    76); the journal does not travel, and before session 77 nothing named those records in the colleague's store: a
+    `claw gc --grace 0` between the pull and the build deleted them, and the build paid for m1's run of gamma again (1
+    request). The push marks their entries (a listing `"unadopted": true`) and the pull keeps their records by a ref
+    `imports/pull-<id>`, which it prints; deleted, gc reclaims them and the build pays again: the ref is what keeps
+    them."""
+    remote = tmp_path / "team"
+    _pushed(ws, claw, standin, remote)
+    _ok(claw, "gc", "--grace", "0")  # (here: kept by the journal, as the build after it shows)
+    assert KILLED_RUN not in _built(claw, standin)
+
+    said = _pulled(claw, ws, remote, tmp_path / "colleague", monkeypatch)
+    [kept] = _kept_by(claw)
+    assert kept.startswith("imports/pull-") and f"kept from gc by ref {kept}" in said, said
+    _ok(claw, "gc", "--grace", "0")
+    assert claw("fsck")[0] == 0
+    paid_there = _built(claw, standin)
+    assert KILLED_RUN not in paid_there, paid_there
+
+    _pulled(claw, ws, remote, tmp_path / "unkept", monkeypatch)
+    assert _kept_by(claw) == [kept]  # (the same records, the same ref)
+    _ok(claw, "refs", "--delete", kept)
+    _ok(claw, "gc", "--grace", "0")
+    assert _built(claw, standin)[KILLED_RUN] == 1
+
+
+def test_a_claw_before_the_mark_pulls_a_marked_listing_as_any_other(
+        ws: Workspace, claw: Claw, standin: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The mark is one more field of a listing's signed line (`"unadopted": true`): a claw from before it (main when
+    session 77 began) pulls the remote, the marked entries with the rest, and a build there reuses them."""
+    remote = tmp_path / "team"
+    _pushed(ws, claw, standin, remote)
+    lines = [json.loads(path.read_bytes().partition(b"\n")[0]) for path in (remote / "packs").glob("*.ids")]
+    marked = [line["actions"] for line in lines if line.get("unadopted") is True]
+    assert len(marked) == 1 and marked[0] >= 1, lines  # (m1's run of gamma, and what was written within 60 s of it)
+    old = old_clawstore(tmp_path / "old", BEFORE_THE_MARK)
+    place = tmp_path / "colleague"
+    shutil.copytree(ws.configs, place / "configs")
+    monkeypatch.chdir(place)
+    monkeypatch.setenv("CLAW_STORE", str(place / "store"))
+    pulled = old_claw(old, place, "pull", str(remote))
+    assert pulled.returncode == 0, pulled.stderr
+    assert "kept from gc" not in pulled.stdout and not _kept_by(claw)  # (it does not read the mark)
+    assert KILLED_RUN not in _built(claw, standin)
