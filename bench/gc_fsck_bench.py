@@ -172,8 +172,9 @@ def killed_build(root: Path, server: StandIn, env: dict[str, str], cases: int, m
     server.script("judge/j", held("late", **judge_reply(7)), match=f"Says {cases - 1}.")
     server.script("judge/j", judge_reply(7))
     builds = Path(env["CLAW_STORE"]) / "builds"
-    build = subprocess.Popen([sys.executable, "-m", "clawstore.cli", "build", *CAMPAIGN], cwd=root,
-                             env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # (--fixed-concurrency: the adaptive limit, seeing requests held, may step down to as few as are held, and stop)
+    build = subprocess.Popen([sys.executable, "-m", "clawstore.cli", "build", *CAMPAIGN, "--fixed-concurrency"],
+                             cwd=root, env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline, released, counted = time.monotonic() + KILL_WAIT_S, False, 0
         while build.poll() is None and time.monotonic() < deadline:
