@@ -246,14 +246,19 @@ def _journal_lines(path: Path) -> Iterable[bytes]:
         raise StoreError(f"{path}: unreadable build log journal ({exc.strerror or exc})") from None
 
 
+def journal_entries(path: Path) -> Iterator[Any]:
+    """A journal's lines as JSON, in order (nodes and fix lines); StoreError naming the line that is not JSON."""
+    for number, line in enumerate(_journal_lines(path), 1):
+        try:
+            yield json.loads(line)
+        except ValueError:
+            raise StoreError(f"{path}: line {number}: not a JSON node") from None
+
+
 def read_journal(path: Path) -> list[Any]:
     """The nodes of a journal, in order, each fix applied (its node failed: no record)."""
     nodes: list[Any] = []
-    for number, line in enumerate(_journal_lines(path), 1):
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            raise StoreError(f"{path}: line {number}: not a JSON node") from None
+    for entry in journal_entries(path):
         fix = entry.get("fix") if isinstance(entry, dict) else None
         if type(fix) is int and 0 <= fix < len(nodes) and isinstance(nodes[fix], dict):
             nodes[fix] = {**nodes[fix], "action": "fail", "record": None}
