@@ -65,6 +65,19 @@ def test_bench_runs_at_smoke_size(name: str, tmp_path: Path) -> None:
     assert proc.stdout.strip(), "a bench prints its figures"
 
 
+def test_the_gc_bench_times_gc_with_a_killed_builds_journal(tmp_path: Path) -> None:
+    # --killed (issue 54): a real claw build SIGKILLed with nodes journaled, another campaign of the same nodes built
+    # to its end without telling it, then gc, fsck and status timed with its journal and without (its own smoke run:
+    # the SMOKE one is --drop-model's).
+    proc = run_bench("gc_fsck_bench", ["--cases", "2", "--models", "2", "--runs", "1", "--killed"], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    [journal] = [line for line in proc.stdout.splitlines() if line.startswith("killed build's journal: ")]
+    assert 0 < int(journal.split()[3]) < 16, journal  # (nodes journaled: some, not the campaign's all 16)
+    for command in ("gc --dry-run", "fsck", "status"):
+        assert any(line.startswith(f"claw {command}") and " with the journal: " in line and " without: " in line
+                   for line in proc.stdout.splitlines()), (command, proc.stdout)
+
+
 def _running(pid: int) -> bool:
     """Is `pid` a live process (not gone, not a zombie waiting to be reaped)?"""
     try:

@@ -47,7 +47,8 @@ def unadopted_records(store: StoreReader) -> Iterator[tuple[str, str]]:
     deleted them, and the next build paid for them again (tests/faults/test_killed_gc.py). A journal that cannot be
     read is a StoreError: gc cannot know what it keeps."""
     for journal, _ in untold_killed(store):
-        yield from ((journal.stem, record) for record in _journal_records(journal))
+        build_id = journal.stem
+        yield from ((build_id, record) for record in _journal_records(journal))
 
 
 # Seconds either side of a killed build's last log write within which gc keeps the entries it may have written
@@ -132,11 +133,23 @@ def _journal_records(journal: Path) -> Iterator[str]:
     for number, line in enumerate(_journal_lines(journal), 1):
         if line.startswith(FIX):
             continue
-        node = _json_line(journal, number, line)
-        record = node.get("record") if isinstance(node, dict) else None
+        try:  # (its record alone, the rest skipped: a third of json.loads's time, 200,000 lines read twice a gc)
+            record = _RECORD.decode(line).record
+        except msgspec.MsgspecError:  # (not an object, a record not a string, not JSON msgspec reads: as json reads it)
+            node = _json_line(journal, number, line)
+            record = node.get("record") if isinstance(node, dict) else None
         if index not in fixed and isinstance(record, str):
             yield record
         index += 1
+
+
+class _Recorded(msgspec.Struct):
+    """A journal line's record (its other fields skipped; the last "record" when named twice, as json.loads)."""
+
+    record: str | None = None
+
+
+_RECORD = msgspec.json.Decoder(_Recorded)
 
 
 def _json_line(journal: Path, number: int, line: bytes) -> Any:
@@ -252,14 +265,19 @@ def _journal_lines(path: Path) -> Iterable[bytes]:
         raise StoreError(f"{path}: unreadable build log journal ({exc.strerror or exc})") from None
 
 
+def journal_entries(path: Path) -> Iterator[Any]:
+    """A journal's lines as JSON, in order (nodes and fix lines); StoreError naming the line that is not JSON."""
+    for number, line in enumerate(_journal_lines(path), 1):
+        try:
+            yield json.loads(line)
+        except ValueError:
+            raise StoreError(f"{path}: line {number}: not a JSON node") from None
+
+
 def read_journal(path: Path) -> list[Any]:
     """The nodes of a journal, in order, each fix applied (its node failed: no record)."""
     nodes: list[Any] = []
-    for number, line in enumerate(_journal_lines(path), 1):
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            raise StoreError(f"{path}: line {number}: not a JSON node") from None
+    for entry in journal_entries(path):
         fix = entry.get("fix") if isinstance(entry, dict) else None
         if type(fix) is int and 0 <= fix < len(nodes) and isinstance(nodes[fix], dict):
             nodes[fix] = {**nodes[fix], "action": "fail", "record": None}

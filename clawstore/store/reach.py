@@ -256,6 +256,8 @@ class Reach:
         held = self._held_arrays(finder) if finder is not None else None
         walking: PackArrays | None = None  # `current` as arrays, with `held`
         rows, others, uncached = self._rows, self._others, self._uncached
+        if held is not None and len(stack) > 1:
+            stack = self._roots_waiting(stack, held, waiting)
         while True:
             while stack:
                 digest, parent = stack.pop()
@@ -314,6 +316,32 @@ class Reach:
             else:  # those the file covers walked from their rows at once, the others left on the stack
                 stack = self._walk(current, starts, [], finder, waiting)
             del later_rows, later_small, starts
+
+    def _roots_waiting(self, stack: list[tuple[bytes, bytes | None]], held: HeldArrays, waiting: _Waiting
+                       ) -> list[tuple[bytes, bytes | None]]:
+        """A mark's roots looked up at once (one look-up, where the loop makes one a root: ~0.1 ms of numpy each, 7 s of
+        a 2,000 x 5 gc --dry-run marking a killed build's 38,000 records, store/buildlogs.py unadopted_records): each
+        found in a held table waits for its pack's take-up, as the loop would have it wait; one reached already is
+        dropped. What is left (returned) the loop looks up an object at a time: a small segment's object, an id the
+        arrays cannot place or the index lacks, one of a pack read without its file."""
+        from clawstore.store.core.lean_numpy import np
+
+        found, packs = held.lookup(np.array([digest for digest, _ in stack], dtype="S32"))
+        rows, others, uncached, small = self._rows, self._others, self._uncached, held.finder._objects
+        left = []
+        for item, row, number in zip(stack, found.tolist(), packs.tolist(), strict=True):
+            digest = item[0]
+            if digest in others:
+                continue
+            if row >= 0 and digest not in small:
+                if rows[row]:
+                    continue
+                pack = held.packs[number]
+                if pack not in uncached:
+                    (waiting.get(pack) or waiting.setdefault(pack, (array("q"), [])))[0].append(row)
+                    continue
+            left.append(item)
+        return left
 
     def _sealed_at(self, pack: str) -> tuple[int, str]:
         """The newest pack waiting is taken up first: an object names objects written before it, so that order meets

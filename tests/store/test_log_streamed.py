@@ -127,7 +127,61 @@ def test_a_log_naming_its_nodes_twice_is_read_as_json_reads_it(tmp_path: Path) -
 def test_a_running_builds_log_is_read_with_its_journals_nodes(tmp_path: Path) -> None:
     path = write(tmp_path / "b.json", json.dumps({**HEAD, "format": 3, "nodes": [], **TAIL}))
     (tmp_path / "b.jsonl").write_text("".join(json.dumps(node) + "\n" for node in nodes(3)))
-    assert read_build_log_streamed(path).nodes == read_build_log(path).nodes == nodes(3)
+    assert list(read_build_log_streamed(path).nodes) == read_build_log(path).nodes == nodes(3)
+
+
+def _killed(tmp_path: Path, count: int) -> Path:
+    """A killed build's log (format 3) and its journal: `count` nodes, fix lines among them, and what read_journal
+    passes over (a fix of a node that is not an object, of one not there yet, not an index) or keeps (a node that is
+    not an object), and a torn last line."""
+    path = write(tmp_path / "k.json", json.dumps({**HEAD, "format": 3, "nodes": [], **TAIL, "state": "running"}))
+    lines = []
+    for n, node in enumerate(nodes(count)):
+        lines.append(json.dumps(node))
+        if n % 5 == 4:
+            lines.append(json.dumps({"fix": n - 2}))
+    lines += ['["not", "an object"]', json.dumps({"fix": count}), json.dumps({"fix": count + 5}),
+              json.dumps({"fix": "1"}), json.dumps({"fix": 0})]
+    (tmp_path / "k.jsonl").write_text("\n".join(lines) + '\n{"kind":"run","torn')
+    return path
+
+
+def test_a_killed_builds_log_is_streamed_from_its_journal_as_read_whole(tmp_path: Path) -> None:
+    path = _killed(tmp_path, 12)
+    whole, streamed = read_build_log(path), read_build_log_streamed(path)
+    assert isinstance(streamed.nodes, logstream.JournalNodes) and len(streamed.nodes) == 13
+    assert list(streamed.nodes) == whole.nodes and list(streamed.nodes) == whole.nodes  # (as often as iterated)
+    assert whole.nodes[0]["action"] == "fail" and whole.nodes[0]["record"] is None and whole.nodes[2]["record"] is None
+    assert {**streamed.to_json(), "nodes": None} == {**whole.to_json(), "nodes": None}
+    with open(tmp_path / "k.jsonl", "a") as fh:
+        fh.write('":1}\n')  # (the torn line ended: a node more)
+    with pytest.raises(StoreError, match="journal changed while read"):
+        list(streamed.nodes)
+
+
+def test_a_killed_builds_journal_that_is_not_json_is_refused_when_its_log_is_read(tmp_path: Path) -> None:
+    path = _killed(tmp_path, 3)
+    with open(tmp_path / "k.jsonl", "a") as fh:
+        fh.write('\n{not json\n')
+    for read in (read_build_log, read_build_log_streamed):
+        with pytest.raises(StoreError, match=r"k\.jsonl: line 9: not a JSON node"):
+            read(path)
+
+
+def test_a_killed_builds_nodes_are_not_held_while_its_log_is_read(tmp_path: Path) -> None:
+    """Indexing a build for the query reads its log streamed: a killed build's nodes were read from its journal into a
+    list (read_journal): +286 MB of the first query of the history after a 10,000 x 5 build was killed late."""
+    import tracemalloc
+
+    path = _killed(tmp_path, 20_000)  # (~6 MB of journal, ~20 MB as a list of dicts)
+    tracemalloc.start()
+    try:
+        streamed = read_build_log_streamed(path)
+        assert sum(1 for _ in streamed.nodes) == 20_001
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2 << 20, peak
 
 
 def test_a_log_changed_after_it_was_first_read_is_refused_not_half_read(tmp_path: Path) -> None:
