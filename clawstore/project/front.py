@@ -140,6 +140,7 @@ class Status:
     pending: int = 0  # requests pending in provider batches
     recorded: int = 0  # batch lines recorded just now
     stopped: str | None = None  # collecting them met an endpoint out of credit (a final 402): the build's line
+    spent: str | None = None  # what the lines recorded just now cost, as a build's line says it ("0.0012 USD")
 
 
 class Project:
@@ -339,7 +340,7 @@ class Project:
             self._say_untrusted(seen)
         pending = sum(len(d.covered) for d in collected.batches if d.campaign_id == cid)
         return Status(cid, per_model, never_built_message(self.store, cid), pending, collected.recorded,
-                      collected.stopped)
+                      collected.stopped, collected.spent.usd_text() if collected.recorded else None)
 
     def _untrusted_seen(self) -> UntrustedSeen | None:
         """What counts, as a plan goes, the nodes the campaign's build would pay for though the store holds their
