@@ -496,7 +496,7 @@ class Project:
 
     def _within_budget(self, s: BuildSettings, seen: UntrustedSeen | None) -> float:
         """The plan's estimate, within --max-cost; else BudgetRefused (with the plan, for the user)."""
-        from clawstore.spend.estimate import plan_spend
+        from clawstore.spend.estimate import plan_spend, unpriced
 
         assert s.max_cost is not None
         plan = plan_spend(self.campaign, self.store, s.force, s.max_concurrency, s.batch, seen)
@@ -504,9 +504,7 @@ class Project:
         if estimate is not None and estimate <= s.max_cost:
             return estimate
         if estimate is None:
-            unknown = ", ".join(f"{line.kind} {line.name}" for line in plan.lines if line.cost.unknown)
-            why = (f"the cost of {unknown} cannot be estimated (no cost reported in the store's history and no "
-                   "`pricing` declared: declare `pricing` on the model or judge)")
+            why = unpriced(self.campaign, plan)
         else:
             why = f"the plan's estimated cost {estimate:.6f} USD exceeds --max-cost {s.max_cost:g} USD"
         raise BudgetRefused(plan, why)
