@@ -22,6 +22,7 @@ from clawstore.builder.session import BuildOptions, BuildSession
 from clawstore.host.machine_settings import backoff_base
 from clawstore.store import RefConflict
 from clawstore.store.claims import ClaimBoard
+from clawstore.values.costs import CostSum
 
 if TYPE_CHECKING:
     from clawstore.config.campaign import Campaign
@@ -34,6 +35,7 @@ class Collected:
     recorded: int
     batches: list[BatchDoc]
     stopped: str | None = None  # the endpoints that answered a final 402 (out of credit), as a build's summary says
+    spent: CostSum = CostSum()  # what the lines recorded now cost (the next build reuses them: its spend is 0)
 
 
 def collect(campaign: Campaign, store: Store, wait: bool = False, poll_s: float | None = None) -> Collected:
@@ -70,7 +72,7 @@ def collect(campaign: Campaign, store: Store, wait: bool = False, poll_s: float 
         finally:
             client.close()
         return Collected(campaign.campaign_id, log.counts["executed"] + log.counts["failed"], batch_doc.pending(store),
-                         client.refusals.message())
+                         client.refusals.message(), CostSum.of_build(log.metrics))
 
 
 

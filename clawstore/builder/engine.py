@@ -24,6 +24,7 @@ from clawstore.host import heap
 from clawstore.host.process_end import sigterm_interrupts
 from clawstore.store.claims import ClaimBoard
 from clawstore.store.core.leftovers import remove_leftovers
+from clawstore.values.costs import CostSum
 
 if TYPE_CHECKING:
     from clawstore.builder.eval_layer import EvalLayer, RunEvaluation
@@ -359,9 +360,11 @@ def _left_message(log: BuildLog, progress: BuildProgress, unplanned: int) -> str
     # (cancelled by a second Ctrl-C: their requests, an agent's many, were sent; unsaid, '0 executed' read as 0 spent)
     running = progress.running()
     cancelled = f"; {running} running node(s) cancelled: what they spent is not counted" if running else ""
+    # (no table nor totals line follows: what the committed nodes cost went unsaid, session 77)
+    spent = CostSum.of_build(log.metrics).usd_text()
     return (f"interrupted: {counts.get('executed', 0)} node(s) executed{failed} and {counts.get('reused', 0)} reused "
-            f"are committed; {left} planned node(s) left unbuilt{later} (evaluation of runs not reached is not "
-            f"counted){cancelled}; the next build resumes from here")
+            f"are committed, cost spent {spent}; {left} planned node(s) left unbuilt{later} (evaluation of runs not "
+            f"reached is not counted){cancelled}; the next build resumes from here")
 
 
 def _end_on_store_failure(session: BuildSession, report: BuildReport, planned: Planned) -> None:

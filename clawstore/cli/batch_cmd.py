@@ -60,11 +60,14 @@ def status(suite: str, run_profile: str, evaluation_profile: str | None, cases: 
     collected = campaign_project(suite, run_profile, evaluation_profile, cases, models, store_dir,
                                  reads_only=True).collect(wait)
     rows = _rows([d for d in collected.batches if d.campaign_id == collected.campaign_id])
+    spent = collected.spent  # (JSON: null when a part is unknown, as a build's `cost_usd`)
     header = {"campaign": collected.campaign_id, "recorded": collected.recorded,
-              "pending": sum(r["pending"] for r in rows), "stopped": collected.stopped}
+              "pending": sum(r["pending"] for r in rows), "stopped": collected.stopped,
+              "cost_usd": spent.usd, "cost_known_usd": spent.known_usd}
     _print(rows, output, header)
     if output != "json":
-        click.echo(f"\n{collected.recorded} line(s) recorded now; {header['pending']} request(s) pending in "
+        cost = f", cost spent {spent.usd_text()}" if collected.recorded else ""
+        click.echo(f"\n{collected.recorded} line(s) recorded now{cost}; {header['pending']} request(s) pending in "
                    f"{len(rows)} batch(es) ({collected.campaign_id})")
         if collected.stopped:  # (out of credit: what the build's summary says, builder/refused.py)
             click.echo(collected.stopped)

@@ -18,8 +18,10 @@ from clawstore.errors import one_line
 def import_pae(workspace: Path, output: str, store_dir: Path | None) -> None:
     """Store the runs and judgements of a pae workspace (configs/ + outputs/) under claw's keys."""
     from clawstore.pae.importer import import_pae as run_import
+    from clawstore.pae.importer import pae_outputs
     from clawstore.store import Store
 
+    pae_outputs(workspace.resolve())  # (before the store is made: a failed import makes nothing)
     store = closed_with_command(Store(resolve_store_dir(store_dir, workspace)))
     report = run_import(store, workspace.resolve())
     for warning in report.warnings:

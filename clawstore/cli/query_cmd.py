@@ -129,23 +129,26 @@ def _query(root: Path, sql: str, saved_in: Path | None, export: str | None, fmt:
     if out is not None:
         click.echo(f"wrote {count} rows to {one_line(str(out))}", err=True)
     if count == 0:
-        _note_unknown_campaign(root, _params(params).get("campaign"))
+        given = _params(params)
+        _note_unknown_campaigns(root, [given[name] for name in CAMPAIGN_PARAMS if name in given])
 
 
-def _note_unknown_campaign(root: Path, campaign: str | None) -> None:
-    """An empty answer to `--param campaign=X` where the store has no campaign X: said (a misspelt id was an empty
-    table and nothing else, read as "no results"); the answer stays the query's."""
-    if campaign is None:
+def _note_unknown_campaigns(root: Path, campaigns: list[str]) -> None:
+    """An empty answer to `--param campaign=X` (or paired_compare's `a=X`, `b=X`) where the store has no campaign X:
+    said (a misspelt id, or a pin name `claw compare` would take, was an empty table and nothing else, read as "no
+    results"); the answer stays the query's."""
+    if not campaigns:
         return
     heads = sorted(name.removeprefix("campaigns/") for name in open_existing(root).list_refs("campaigns/"))
-    if campaign not in heads:
-        named = "; ".join(heads[:NAMED_CAMPAIGNS]) + (f"; {len(heads) - NAMED_CAMPAIGNS} more"
-                                                      if len(heads) > NAMED_CAMPAIGNS else "")
+    named = "; ".join(heads[:NAMED_CAMPAIGNS]) + (f"; {len(heads) - NAMED_CAMPAIGNS} more"
+                                                  if len(heads) > NAMED_CAMPAIGNS else "")
+    for campaign in dict.fromkeys(c for c in campaigns if c not in heads):
         click.echo(f"claw: note: no campaign {one_line(campaign)} in this store (its campaigns: {named or 'none'}; "
                    "`claw refs` lists them)", err=True)
 
 
 NAMED_CAMPAIGNS = 10  # in that note (a store of hundreds: the rest counted)
+CAMPAIGN_PARAMS = ("campaign", "a", "b")  # the saved queries' parameters that name a campaign id
 
 
 def _write(rows: QueryRows, fmt: str, out: Path | None) -> int:

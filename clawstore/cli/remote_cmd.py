@@ -6,6 +6,8 @@ import click
 
 from clawstore.cli.summaries import SummaryGroup
 from clawstore.cli.transfer_options import ENDPOINT, workspace
+from clawstore.errors import one_line
+from clawstore.values.urls import shown_url
 
 
 @click.group("remote", cls=SummaryGroup)
@@ -21,8 +23,10 @@ def remote_add(name: str, url: str, endpoint_url: str | None) -> None:
     """Save URL (s3://BUCKET/PREFIX, file:///PATH or a directory) as remote NAME."""
     from clawstore.remote.config import Remote, save_remote
 
-    saved = save_remote(workspace(), Remote(name, url, endpoint_url), name)
-    click.echo(f"remote {name} = {saved}")
+    saved, replaced = save_remote(workspace(), Remote(name, url, endpoint_url), name)
+    # (a name claw.yaml had: moved, as docs/remote.md's move to a fresh prefix does; said, since a name meant to be
+    # new sends every later push elsewhere)
+    click.echo(f"remote {name} = {saved}" + (f" (was {one_line(shown_url(replaced))})" if replaced else ""))
 
 
 @remote_group.command("list")

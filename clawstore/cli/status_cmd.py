@@ -34,9 +34,12 @@ def status(suite: str, run_profile: str, evaluation_profile: str | None, cases: 
     # and only when a build left a journal: else none was killed, and the Store's import was ~15 ms of the start)
     killed, killed_note = killed_in(store_dir, cid)
     note(killed_note)
+    spent = f", cost spent {found.spent}" if found.spent else ""  # (paid for; the next build reuses them)
     if found.pending:
         click.echo(f"claw: note: {found.pending} request(s) pending in provider batches "
-                   f"({found.recorded} recorded now); see `claw batch status`", err=True)
+                   f"({found.recorded} recorded now{spent}); see `claw batch status`", err=True)
+    elif found.recorded:
+        click.echo(f"claw: note: {found.recorded} finished batch line(s) recorded now{spent}", err=True)
     note(found.stopped)  # (collecting met a final 402: out of credit, as a build says it)
     if output == "json":
         models_json = {m: {c: kinds["run"][c] for c in COLUMNS} | {

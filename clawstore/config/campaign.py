@@ -437,6 +437,7 @@ def _resolve(
     warned = {entry.path for entry in entries} | {agent.path for agent in agents.values()}
     warned |= {rp_path} if openclaw_cases else set()  # (its llm_probe settings, which OpenClaw does not read)
     warned |= {ep_loaded.path} if ep_loaded is not None else set()  # (its judges' options that leave no verdict)
+    warned.add(suite_path)  # (a model's `pricing` that prices nothing)
     warnings = ws.warnings_in(warned)
     warnings += _nothing_to_run(ws.rel(suite_path), suite_cfg, selected, len(ws.cases)) + idle
     warnings += attachment_warnings(model_list, _attachment_sizes(entries), repetitions)

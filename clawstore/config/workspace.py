@@ -30,6 +30,7 @@ from clawstore.config.resolution import PromptProblem, resolve_judge_prompt
 from clawstore.config.yamlio import YamlProblem, load_mapping, read_text
 from clawstore.errors import ConfigError, UsageError
 from clawstore.host.run_limits import workspace_problem
+from clawstore.values.costs import missing_prices
 from clawstore.values.workspace_paths import workspace_path_problem
 
 if TYPE_CHECKING:
@@ -285,6 +286,23 @@ def _note_judge_options(ws: Workspace) -> None:
                 ws.add_warning(loaded.path, f"judges[{index}].{field_path}", why)
 
 
+def _note_partial_prices(ws: Workspace) -> None:
+    """A suite model's or judge's `pricing` (or `cost`) without `input` or `output` prices nothing (values/costs.py
+    `missing_prices`): valid, but every cost its provider does not report stays unknown, so it is said in a warning
+    (`claw validate`, and a build of a campaign that uses the file, before it sends anything)."""
+    places = [(loaded.path, f"models[{index}]", model.extras) for loaded in ws.suites.values()
+              for index, model in enumerate(loaded.config.models)]
+    places += [(loaded.path, f"judges[{index}]", judge.extras) for loaded in ws.evaluation_profiles.values()
+               for index, judge in enumerate(loaded.config.judges)]
+    for path, where, extras in places:
+        partial = missing_prices(extras)
+        if partial is not None:
+            name, missing = partial
+            ws.add_warning(path, f"{where}.{name}", f"no {' and no '.join(repr(key) for key in missing)} price: "
+                           f"`{name}` prices nothing without both 'input' and 'output' (USD per 1M tokens; 0 for a "
+                           "free one), so every cost its provider does not report stays unknown (?)")
+
+
 def _check_prompts(ws: Workspace) -> None:
     for loaded in list(ws.evaluation_profiles.values()):
         try:
@@ -524,6 +542,7 @@ def _load(ws: Workspace) -> Workspace:
     ws.evaluation_profiles = _load_kind(ws, "evaluation_profiles", EvaluationProfile, "evaluation_profile_id")
     _note_unread_settings(ws)
     _note_judge_options(ws)
+    _note_partial_prices(ws)
     _check_prompts(ws)
     _load_agents(ws)
     from clawstore.config.crosscheck import check_references

@@ -50,10 +50,17 @@ def _label(model: str, case: str, rep: int) -> str:
     return f"{model}/{case} rep {rep}"
 
 
-def import_pae(store: Store, root: Path) -> ImportReport:
+def pae_outputs(root: Path) -> Path:
+    """The `outputs/` of the pae workspace at `root`; a usage error when there is none (checked before a store is
+    made: a failed import left an empty one in the directory named, someone else's folder perhaps)."""
     outputs = root / "outputs"
     if not outputs.is_dir():
         raise UsageError(f"import-pae: {outputs} is not a directory (expected a pae workspace with outputs/)")
+    return outputs
+
+
+def import_pae(store: Store, root: Path) -> ImportReport:
+    outputs = pae_outputs(root)
     report = ImportReport()
     build_id = "import-pae-" + utc_now().replace(":", "").replace("-", "").replace(".", "")[:15]
     try:

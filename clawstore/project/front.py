@@ -140,6 +140,7 @@ class Status:
     pending: int = 0  # requests pending in provider batches
     recorded: int = 0  # batch lines recorded just now
     stopped: str | None = None  # collecting them met an endpoint out of credit (a final 402): the build's line
+    spent: str | None = None  # what the lines recorded just now cost, as a build's line says it ("0.0012 USD")
 
 
 class Project:
@@ -339,7 +340,7 @@ class Project:
             self._say_untrusted(seen)
         pending = sum(len(d.covered) for d in collected.batches if d.campaign_id == cid)
         return Status(cid, per_model, never_built_message(self.store, cid), pending, collected.recorded,
-                      collected.stopped)
+                      collected.stopped, collected.spent.usd_text() if collected.recorded else None)
 
     def _untrusted_seen(self) -> UntrustedSeen | None:
         """What counts, as a plan goes, the nodes the campaign's build would pay for though the store holds their
@@ -508,7 +509,7 @@ class Project:
 
     def _within_budget(self, s: BuildSettings, seen: UntrustedSeen | None) -> float:
         """The plan's estimate, within --max-cost; else BudgetRefused (with the plan, for the user)."""
-        from clawstore.spend.estimate import plan_spend
+        from clawstore.spend.estimate import plan_spend, unpriced
 
         assert s.max_cost is not None
         plan = plan_spend(self.campaign, self.store, s.force, s.max_concurrency, s.batch, seen)
@@ -516,9 +517,7 @@ class Project:
         if estimate is not None and estimate <= s.max_cost:
             return estimate
         if estimate is None:
-            unknown = ", ".join(f"{line.kind} {line.name}" for line in plan.lines if line.cost.unknown)
-            why = (f"the cost of {unknown} cannot be estimated (no cost reported in the store's history and no "
-                   "`pricing` declared: declare `pricing` on the model or judge)")
+            why = unpriced(self.campaign, plan)
         else:
             why = f"the plan's estimated cost {estimate:.6f} USD exceeds --max-cost {s.max_cost:g} USD"
         raise BudgetRefused(plan, why)

@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 from clawstore.errors import ConfigError, UsageError, quoted
 from clawstore.providers.errors import MissingApiKeyError
-from clawstore.values.urls import credential_in_url, is_env_name, is_http_url, shown_url
+from clawstore.values.urls import chat_url_problem, credential_in_url, is_env_name, is_http_url, shown_url
 
 DEFAULT_BASE_URL = "https://openrouter.ai/api/v1"
 DEFAULT_API_KEY_ENV = "OPENROUTER_API_KEY"
@@ -81,6 +81,8 @@ def default_endpoint() -> Endpoint:
     if not is_http_url(base):  # (`not-a-url`: every run failed "Name or service not known", exit 1, costs unknown)
         raise UsageError(f"${BASE_URL_ENV} {quoted(shown_url(os.environ[BASE_URL_ENV]))}: must be an http(s) URL "
                          "such as http://127.0.0.1:8000/v1")
+    if (problem := chat_url_problem(base)) is not None:
+        raise UsageError(f"${BASE_URL_ENV} {quoted(shown_url(os.environ[BASE_URL_ENV]))}: {problem}")
     return Endpoint(base, DEFAULT_API_KEY_ENV, key_optional=base != DEFAULT_BASE_URL)
 
 
@@ -113,4 +115,6 @@ def resolve_endpoint(
     if credential is not None:
         raise ConfigError(f"carries a credential ({credential}): name the key's environment variable with "
                           "'api_key_env' instead", path, f"{prefix}base_url")
+    if (problem := chat_url_problem(base_url)) is not None:
+        raise ConfigError(problem, path, f"{prefix}base_url")
     return Endpoint(_normalise_base_url(base_url), key_env or None)

@@ -102,14 +102,15 @@ def _workspace_locked(workspace: Path) -> Iterator[None]:
         os.close(fd)  # closing releases the flock
 
 
-def save_remote(workspace: Path, remote: Remote | None, name: str) -> str | None:
+def save_remote(workspace: Path, remote: Remote | None, name: str) -> tuple[str | None, str | None]:
     """Add or replace (remote given) or remove (None) one entry, keeping the rest of the file; the URL saved (a
-    directory's absolute, from the current directory: normal_url)."""
+    directory's absolute, from the current directory: normal_url), and the URL it replaced (None: a new name, or the
+    same URL), which `remote add` says."""
     with _workspace_locked(workspace):
         return _save_remote(workspace / WORKSPACE_FILE, remote, name)
 
 
-def _save_remote(path: Path, remote: Remote | None, name: str) -> str | None:
+def _save_remote(path: Path, remote: Remote | None, name: str) -> tuple[str | None, str | None]:
     data = _read(path)
     found = data.get("remotes") or {}
     if not isinstance(found, dict):  # (`remotes: 5` was a TypeError's traceback; a list's too)
@@ -127,12 +128,15 @@ def _save_remote(path: Path, remote: Remote | None, name: str) -> str | None:
             _check_utf8(remote.endpoint_url, "--endpoint-url")
             check_endpoint(remote.endpoint_url, "--endpoint-url")
         url = normal_url(remote.url)
+        before = entries.get(name)
+        was = before.get("url") if isinstance(before, dict) else before  # (a bare `name: url` entry too)
+        replaced = str(was) if was is not None and str(was) != url else None
         entries[name] = {"url": url, **({"endpoint_url": remote.endpoint_url} if remote.endpoint_url else {})}
     data["remotes"] = entries
     import yaml
 
     write_file_atomic(path, yaml.safe_dump(data, sort_keys=False).encode("utf-8"), path.parent)
-    return None if remote is None else url
+    return (None, None) if remote is None else (url, replaced)
 
 
 def resolve_remote(workspace: Path, name_or_url: str, endpoint_url: str | None = None,

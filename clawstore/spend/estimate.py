@@ -13,7 +13,7 @@ from clawstore.builder.workplan import LAYERS, PAID_LAYERS, LayerCounts, Work, w
 from clawstore.runners.pricing import priced_cost, pricing
 from clawstore.spend.history import History, Usage, load_history, prompt_chars
 from clawstore.store.core.ids import oid_hex
-from clawstore.values.costs import PRICED, REPORTED, UNKNOWN, CostSum
+from clawstore.values.costs import PRICED, REPORTED, UNKNOWN, CostSum, missing_prices, missing_prices_text
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
@@ -403,3 +403,20 @@ def _in_batch(work: Work, batched: Mapping[str, Any]) -> bool:
 # An estimate's fields as a tuple, in their order (as dataclasses.astuple, which copies each value deeply: 12.5 µs an
 # estimate, 1.25 s of a stale campaign's `claw plan` at 10,000 x 5; the fields are floats, strings and None).
 _fields_of = attrgetter(*(f.name for f in fields(Estimate)))
+
+
+def unpriced(campaign: Campaign, plan: SpendPlan) -> str:
+    """Why the plan's lines of unknown cost have none (`claw build --max-cost` refuses them): no price declared, or a
+    `pricing` without `input` or `output`, which prices nothing ("no `pricing` declared" beside the one the user had
+    declared misled, session 77)."""
+    evaluation = campaign.evaluation_profile
+    extras = {("run", m.model_id): m.extras for m in campaign.suite.models}
+    extras.update({("judge", j.judge_id): j.extras for j in (evaluation.judges if evaluation else [])})
+    unknown = [(line.kind, line.name) for line in plan.lines if line.cost.unknown]
+    partial = {where: missing_prices(extras.get(where, {})) for where in unknown}
+    undeclared = [f"{kind} {name}" for kind, name in unknown if partial[(kind, name)] is None]
+    said = [f"no cost reported in the store's history and no `pricing` declared for {', '.join(undeclared)}"
+            ] if undeclared else []
+    said += [f"{kind} {name}: {missing_prices_text(*found)}" for (kind, name), found in partial.items() if found]
+    names = ", ".join(f"{kind} {name}" for kind, name in unknown)
+    return f"the cost of {names} cannot be estimated ({'; '.join(said)}): declare `pricing` on the model or judge"

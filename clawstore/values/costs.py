@@ -24,6 +24,26 @@ def declared_prices(model_extras: Mapping[str, Any]) -> Any:
     return model_extras.get("cost") if raw is None else raw
 
 
+def missing_prices(model_extras: Mapping[str, Any]) -> tuple[str, list[str]] | None:
+    """A declared `pricing` (or `cost`) that leaves out `input` or `output` (null counts as left out): its name and the
+    prices it lacks. It prices nothing (runners/pricing.py `pricing`: a price not declared is unknown, not 0), so a cost
+    its provider does not report stays unknown: said by `claw validate` and the `--max-cost` refusal. None when both
+    are there, or when nothing is declared (`pricing: {}` and `pricing:` included)."""
+    name = "pricing" if model_extras.get("pricing") is not None else "cost"
+    raw = model_extras.get(name)
+    if not isinstance(raw, Mapping) or not raw:
+        return None
+    missing = [key for key in ("input", "output") if raw.get(key) is None]
+    return (name, missing) if missing else None
+
+
+def missing_prices_text(name: str, missing: list[str]) -> str:
+    """What a partial `pricing` means, in one phrase."""
+    lacks = " and ".join(f"'{key}'" for key in missing)
+    return (f"its `{name}` has no {lacks} price, and prices nothing without both 'input' and 'output' (USD per 1M "
+            "tokens; 0 for a free one)")
+
+
 def source_of(metrics: Mapping[str, Any] | None) -> str:
     """A record's cost source (older records, without one: a number was reported, None is unknown)."""
     metrics = metrics or {}

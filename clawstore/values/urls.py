@@ -60,6 +60,19 @@ def is_http_url(text: str) -> bool:
     return parts.scheme in ("http", "https") and bool(parts.hostname)
 
 
+CHAT_PATH = "/chat/completions"  # what a client appends to a base URL (providers/endpoint.py `chat_url`)
+
+
+def chat_url_problem(url: str) -> str | None:
+    """Why `url` is no base URL when it names the chat endpoint itself (its path ends in /chat/completions, the URL a
+    server's docs print): claw appends that path, so every request went to …/chat/completions/chat/completions (an
+    HTTP 404, its cost unknown). None otherwise."""
+    stripped = url.strip().rstrip("/")
+    if not stripped.endswith(CHAT_PATH):
+        return None
+    return f"give the part before {CHAT_PATH} (claw adds it): {shown_url(stripped[: -len(CHAT_PATH)])}"
+
+
 def _is_secret_name(name: str) -> bool:
     name = name.strip().lower().replace("-", "_")
     return name in QUERY_SECRET_KEYS or name.replace("_", "-") in QUERY_SECRET_KEYS or name.endswith(_SECRET_ENDINGS)

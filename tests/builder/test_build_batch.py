@@ -79,11 +79,24 @@ def test_batch_status_collects_and_lists(scored: Workspace, claw: Claw, standin:
     assert code == 1 and json.loads(out)["pending"] == 12
     standin.batch_settings(delay=0.3)  # it finishes while `--wait` polls
     code, out, _ = claw(*args, "--wait", "--output", "json")
-    assert code == 0 and json.loads(out) == {"batches": [], "campaign": json.loads(out)["campaign"],
-                                             "pending": 0, "recorded": 12, "stopped": None}
+    spent = sum(r.metrics.cost_usd or 0 for r in judge_records(store()).values())
+    assert spent > 0 and code == 0 and json.loads(out) == {
+        "batches": [], "campaign": json.loads(out)["campaign"], "pending": 0, "recorded": 12, "stopped": None,
+        "cost_usd": pytest.approx(spent), "cost_known_usd": pytest.approx(spent)}
     code, report = build(claw)
     assert {r["eval"] for r in report["rows"]} == {"exec"}  # the records are there: only results were left
     assert judge_requests(standin) == 0
+
+
+def test_batch_status_says_what_the_lines_it_records_cost(scored: Workspace, claw: Claw, standin: StandIn) -> None:
+    """The lines `claw batch status` records were paid for, and the next build reuses them (its `cost spent` is 0):
+    before session 77 it said "12 line(s) recorded now" and no command ever said what they cost."""
+    standin.batch_settings(delay=60)
+    assert build(claw, "--batch")[0] == 0
+    standin.batch_settings(delay=0)
+    code, out, _ = claw("batch", "status", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev")
+    spent = sum(r.metrics.cost_usd or 0 for r in judge_records(store()).values())
+    assert code == 0 and spent > 0 and f"12 line(s) recorded now, cost spent {spent:.6f} USD;" in out, out
 
 
 def test_scores_and_judgements_are_byte_identical_to_the_synchronous_path(scored: Workspace, claw: Claw,
@@ -345,6 +358,8 @@ def test_claw_status_collects_what_finished(scored: Workspace, claw: Claw, stand
     code, out, err = claw(*args)
     assert code == 0 and "pending" not in err
     assert sum(m["layers"]["judge"]["fresh"] for m in json.loads(out)["models"].values()) == 12
+    spent = sum(r.metrics.cost_usd or 0 for r in judge_records(store()).values())  # (said, as batch status says it)
+    assert f"claw: note: 12 finished batch line(s) recorded now, cost spent {spent:.6f} USD" in err, err
     assert batch_doc.pending(store()) == [] and judge_requests(standin) == 0
 
 

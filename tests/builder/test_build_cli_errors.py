@@ -106,6 +106,27 @@ def test_a_base_url_that_is_no_url_is_refused_before_anything_is_sent(ws: Worksp
     assert standin.requests == []
 
 
+def test_a_base_url_naming_chat_completions_is_refused_with_the_part_to_give(ws: Workspace, claw: Claw,
+                                                                              standin: StandIn,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The URL a server's docs print (`…/v1/chat/completions`), given where claw wants the part before it: every run
+    failed `HTTP 404 from …/v1/chat/completions/chat/completions`, its cost unknown (`?`), which stops a
+    `--max-cost` build (session 77's newcomer, following docs/runners.md to a local server)."""
+    monkeypatch.setenv("OPENROUTER_BASE_URL", standin.base_url + "/chat/completions/")
+    code, _, err = claw("build", "--suite", "main", "--run-profile", "rp")
+    assert code == 2 and err.strip().splitlines() == [
+        f"claw: error: $OPENROUTER_BASE_URL '{standin.base_url}/chat/completions/': give the part before "
+        f"/chat/completions (claw adds it): {standin.base_url}"], err
+    monkeypatch.delenv("OPENROUTER_BASE_URL")
+    ws.edit("suites/main.yaml", lambda d: d["models"][0].update(base_url=standin.base_url + "/chat/completions"))
+    for command in ("validate", "build"):
+        args = (command,) if command == "validate" else ("build", "--suite", "main", "--run-profile", "rp")
+        code, out, err = claw(*args)
+        assert code == 2 and "configs/suites/main.yaml: models[0].base_url: give the part before /chat/completions " \
+            f"(claw adds it): {standin.base_url}" in out + err, out + err
+    assert standin.requests == []
+
+
 @pytest.mark.parametrize("remote", ["nope", "a-file"])
 def test_a_dry_run_refuses_the_remote_the_build_would_refuse(ws: Workspace, claw: Claw, remote: str) -> None:
     # --remote was not read by a dry run: a mistyped name, or a file where the remote's folder would be, said what

@@ -249,6 +249,28 @@ def test_a_sandbox_nested_1500_deep_keeps_the_paid_answer(ws: Workspace, claw: C
     assert "again" in results[1]["output"]["stdout"]
 
 
+def test_an_interrupt_says_what_the_build_spent(ws: Workspace, claw: Claw, standin: StandIn, reap: Reap) -> None:
+    """Ctrl-C ends a build with its one line and no table nor totals line: what the committed nodes cost went unsaid
+    (session 77's newcomer; the progress lines said it, `--progress none` and `--output json` nothing)."""
+    for index in range(4):
+        ws.case(f"c{index}", f"Question {index}?")
+    ws.suite("main", ["m1"])
+    ws.run_profile(concurrency=1)
+    standin.set_default(text("slow answer", latency=1.5))
+    proc = reap(claw.popen("build", "--suite", "main", "--run-profile", "rp", "--progress", "none"))
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and len(standin.requests) < 2:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    store = Store(Path(os.environ["CLAW_STORE"]))
+    costs = [record.metrics.cost_usd for record in (store.get_action(key) for key, _ in store.iter_actions())
+             if record is not None and record.kind == "run"]
+    assert len(costs) == 2 and all(costs), costs
+    assert f"2 node(s) executed and 0 reused are committed, cost spent {sum(costs):.6f} USD; " in err, err
+
+
 def test_an_interrupt_names_the_nodes_that_failed_before_it(ws: Workspace, claw: Claw, standin: StandIn,
                                                             reap: Reap) -> None:
     # "interrupted: 0 node(s) executed and 0 reused are committed" after a run had failed, recorded with its cost

@@ -169,9 +169,18 @@ def test_another_judge_system_prompt_keeps_the_runs_but_not_the_judgements(pae: 
                                   "now say"]
 
 
-def test_a_directory_without_outputs_is_a_usage_error(tmp_path: Path, claw: Claw) -> None:
+def test_a_directory_without_outputs_is_a_usage_error(tmp_path: Path, claw: Claw,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     code, _, err = claw("import-pae", str(tmp_path))
     assert code == 2 and "is not a directory (expected a pae workspace with outputs/)" in err
+    # ... that makes no store first: an empty one was left at $CLAW_STORE, or without it in the directory named
+    # (someone else's folder, `claw import-pae ~/Downloads`), before session 77
+    assert not (tmp_path / "store").exists()
+    monkeypatch.delenv("CLAW_STORE")
+    other = tmp_path / "not-pae"
+    other.mkdir()
+    code, _, err = claw("import-pae", str(other))
+    assert code == 2 and "is not a directory" in err and list(other.iterdir()) == [], list(other.iterdir())
 
 
 def test_what_an_older_claw_stored_is_recorded_under_the_key_now(pae: Workspace, claw: Claw, standin: StandIn,

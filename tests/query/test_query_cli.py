@@ -175,6 +175,20 @@ def test_a_campaign_param_no_campaign_has_says_so_beside_its_empty_answer(store:
     assert code == 0 and json.loads(out) and "no campaign" not in err, err
 
 
+def test_paired_compare_s_a_and_b_no_campaign_has_say_so_beside_its_empty_answer(store: Store) -> None:
+    """`paired_compare`'s `a` and `b` name campaigns as `campaign` does; a misspelt one, or a pin name such as
+    `pins/baseline` (what `claw compare` takes), was an empty table and nothing else, exit 0 (session 77's newcomer)."""
+    [campaign] = [name.removeprefix("campaigns/") for name in store.list_refs("campaigns/")]
+    for a, b in ((f"{campaign}x", campaign), (campaign, "pins/baseline")):
+        code, out, err = run(store, "paired_compare", "--param", f"a={a}", "--param", f"b={b}", "--format", "json")
+        wrong = a if a != campaign else b
+        assert code == 0 and json.loads(out) == [], (out, err)
+        assert f"no campaign {wrong} in this store (its campaigns: {campaign};" in err, err
+    code, out, err = run(store, "paired_compare", "--param", f"a={campaign}", "--param", f"b={campaign}",
+                         "--format", "json")
+    assert code == 0 and json.loads(out) and "no campaign" not in err, err
+
+
 def test_unknown_saved_query(store: Store) -> None:
     code, _, err = run(store, "leaderbord")
     assert code == 2 and "no saved query named 'leaderbord'" in err and "leaderboard" in err

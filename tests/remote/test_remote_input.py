@@ -209,6 +209,18 @@ def test_a_directory_remote_is_one_place_however_spelled(ws: Workspace, tmp_path
     refused(claw("pull", "../x/./../gone", cwd=sub), f"remote {ws.root / 'gone'}: no such directory")
 
 
+def test_remote_add_of_a_saved_name_says_what_it_replaced(ws: Workspace, tmp_path: Path) -> None:
+    """`remote add` of a name claw.yaml has moves it (docs/remote.md: a team's move to a fresh prefix); it said only the
+    new URL, so a name meant to be new (a second `team`) silently sent every later push elsewhere (session 77)."""
+    assert claw("remote", "add", "team", str(tmp_path / "one"), cwd=ws.root).stdout == \
+        f"remote team = {tmp_path / 'one'}\n"
+    again = claw("remote", "add", "team", str(tmp_path / "two"), cwd=ws.root)
+    assert again.returncode == 0 and again.stdout == \
+        f"remote team = {tmp_path / 'two'} (was {tmp_path / 'one'})\n", again.stdout + again.stderr
+    same = claw("remote", "add", "team", str(tmp_path / "two"), cwd=ws.root)
+    assert same.stdout == f"remote team = {tmp_path / 'two'}\n", same.stdout
+
+
 @pytest.mark.parametrize("url", ["s3://bench/team/../other", "s3://bench/./team"])
 def test_an_s3_prefix_with_dot_segments_is_refused(ws: Workspace, url: str) -> None:
     # S3 keys are literal: `team/../other` was a prefix of its own, where nobody else's `other` is

@@ -122,6 +122,22 @@ def test_a_server_without_cost_is_priced_from_declared_pricing(ws: Workspace, cl
     assert "(8 of 8 priced)" in shown["plan"]
 
 
+def test_a_price_declared_after_the_build_prices_what_is_built_next_not_what_is_stored(ws: Workspace, claw: Claw,
+                                                                                      standin: StandIn) -> None:
+    """What README and docs/building.md say (Costs): a record's cost is worked out when it is written, and no price is
+    in a key, so a `pricing` declared after a build re-runs nothing and leaves the stored costs unknown (`?`), while
+    `claw plan` prices with it at once. (A newcomer declaring prices to see what a local server's runs cost.)"""
+    no_cost_server(ws, standin, run_prices=False, judge_prices=False)
+    assert claw("build", *CAMPAIGN)[0] == 0
+    ws.edit("suites/main.yaml", lambda d: [m.update(pricing=RUN_PRICES) for m in d["models"]])
+    code, out, err = claw("build", *CAMPAIGN)
+    assert code == 0 and build_line(out).startswith("build ") and " 0 executed, " in build_line(out), out + err
+    code, out, err = claw("report", *CAMPAIGN, "--no-chart")
+    assert code == 0 and "Cost (USD): runs ?  evaluation ?  total ? (8 of 8 unknown)" in out, out + err
+    code, out, err = claw("plan", *CAMPAIGN, "--force", "--output", "json")
+    assert code == 0 and json.loads(out)["cost_sources"] == {"priced": 4, "unknown": 4}, out + err
+
+
 def test_a_mixed_total_says_which_parts_are_priced_and_unknown(ws: Workspace, claw: Claw, standin: StandIn) -> None:
     no_cost_server(ws, standin, run_prices=True, judge_prices=False)
     shown = surfaces(claw)

@@ -67,6 +67,23 @@ def test_a_run_whose_tokens_are_unknown_makes_its_sums_unknown_never_0(ws: Works
         None, good["i"], 4), as_json
 
 
+def test_cost_by_model_s_reasoning_tokens_are_unknown_with_a_run_s_tokens(ws: Workspace,  # noqa: F811
+                                                                          standin: StandIn) -> None:
+    """A model one of whose runs counted no tokens: cost_by_model's input and output tokens were NULL, and its
+    reasoning tokens the other runs' sum, 0, beside them (session 77's newcomer, against a server sending no usage)."""
+    ws.suite("main", ["good", "half"])
+    standin.script("vendor/half", text("four", usage={"prompt_tokens": None, "completion_tokens": None,
+                                                      "total_tokens": None, "cost": None}), match="2 + 2")
+    built = run_claw(ws.root, "build", *CAMPAIGN)
+    assert built.code == 0 and "Traceback" not in built.stdout + built.stderr, built
+    runs = _read(ws.root, "query", "select case_id, reasoning_tokens from runs where model_id = 'half' order by 1",
+                 "--format", "json")
+    assert runs == [{"case_id": "alpha", "reasoning_tokens": None}, {"case_id": "beta", "reasoning_tokens": 0}], runs
+    by_model = {r["model_id"]: r for r in _read(ws.root, "query", "cost_by_model", "--format", "json")}
+    assert by_model["half"]["input_tokens"] is None and by_model["half"]["reasoning_tokens"] is None, by_model
+    assert by_model["good"]["reasoning_tokens"] == 0, by_model
+
+
 def test_a_reply_without_usage_has_unknown_tokens_and_cost_even_when_priced(ws: Workspace,  # noqa: F811
                                                                              standin: StandIn) -> None:
     # a server that sends no `usage` (or one without token counts): before, 0 tokens, priced at 0.0 USD

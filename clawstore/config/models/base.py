@@ -14,7 +14,14 @@ from clawstore.config.error_text import got_text, number_text_hint, unquoted_hin
 from clawstore.config.ids import ID_PATTERN
 from clawstore.errors import quoted
 from clawstore.values.costs import PRICE_KEYS
-from clawstore.values.urls import ENV_NAME, credential_in_url, is_credential_key, is_env_name, is_http_url
+from clawstore.values.urls import (
+    ENV_NAME,
+    chat_url_problem,
+    credential_in_url,
+    is_credential_key,
+    is_env_name,
+    is_http_url,
+)
 
 
 def fail(message: str, field: str | None = None) -> PydanticCustomError:
@@ -120,6 +127,8 @@ def check_endpoint(extras: dict[str, Any]) -> None:
                    "environment variable and name it with 'api_key_env'", "base_url")
     if base_url is not None and not (isinstance(base_url, str) and is_http_url(base_url)):
         raise fail(f"must be an http(s) URL such as http://127.0.0.1:8000/v1, got {quoted(base_url)}", "base_url")
+    if isinstance(base_url, str) and (problem := chat_url_problem(base_url)) is not None:
+        raise fail(problem, "base_url")  # (every request went to …/chat/completions/chat/completions: HTTP 404)
     if key_env is not None and not isinstance(key_env, str):
         raise fail(f"must be the name of an environment variable, got {quoted(key_env)}", "api_key_env")
     if isinstance(key_env, str) and key_env.strip() and not is_env_name(key_env):

@@ -1,5 +1,5 @@
 -- cost_by_model: per campaign and model, what the current head's runs and evaluation cost, with tokens.
--- A cost, and the runs' input and output tokens, are NULL when a part is unknown (cost_unknown counts those runs and judgements; cost_priced
+-- A cost, and the runs' input, output and reasoning tokens, are NULL when a part is unknown (cost_unknown counts those runs and judgements; cost_priced
 -- the ones priced from the model's declared pricing; cost_known_usd the known part of the total, `≥` when a part is unknown;
 -- input_tokens_known and output_tokens_known the runs' tokens' known part, the same). These are the costs `claw report` shows (reused results included); what each build spent is in the per-build view (docs/query.md).
 SELECT campaign_id,
@@ -13,7 +13,8 @@ SELECT campaign_id,
             THEN sum(output_tokens) FILTER (WHERE kind = 'run') END           AS output_tokens,
        sum(input_tokens_known) FILTER (WHERE kind = 'run')                    AS input_tokens_known,
        sum(output_tokens_known) FILTER (WHERE kind = 'run')                   AS output_tokens_known,
-       sum(reasoning_tokens) FILTER (WHERE kind = 'run')                      AS reasoning_tokens,
+       CASE WHEN count(*) FILTER (WHERE kind = 'run' AND cost_source IS NOT NULL AND reasoning_tokens IS NULL) = 0
+            THEN sum(reasoning_tokens) FILTER (WHERE kind = 'run') END        AS reasoning_tokens,
        CASE WHEN count(*) FILTER (WHERE kind = 'run' AND cost_usd IS NULL) = 0
             THEN round(coalesce(sum(cost_usd) FILTER (WHERE kind = 'run'), 0), 5) END  AS run_cost_usd,
        count(*) FILTER (WHERE kind = 'judge')                                 AS judgements,

@@ -61,7 +61,10 @@
   const sourced = (v, source, known) => ((v === null || v === undefined) && known ? "unknown, ≥" + cost(known) : cost(v)) +
     (source === "priced" ? " (priced)" : "");
   // Tokens unknown with a known part (an unfinished OpenClaw run): at least that, never a plain number read as whole.
-  const tokens = (v, known) => (v === null || v === undefined ? (known ? "≥" + known : "–") : String(v));
+  // Unknown tokens read "unknown" as an unknown cost does ("–" read as none); "–" only for a run that never ran.
+  const ran = (d) => !["skip", "pending"].includes(d.action);
+  const tokens = (v, known, wasRun) => (v === null || v === undefined
+    ? (known ? "≥" + known : (wasRun ? "unknown" : "–")) : String(v));
   const latency = (v) => num(v, 1);
   const pct = (v) => (v === null || v === undefined ? "n/a" : (100 * v).toFixed(0) + "%");
   const verdict = (p) => (p === true ? h("span", { class: "pass" }, "pass") : p === false ? h("span", { class: "fail" }, "fail") : h("span", { class: "muted" }, "–"));
@@ -338,7 +341,7 @@
       h("div", { class: "facts" },
         fact("run status", h("span", { class: d.status === "success" ? "pass" : "fail" }, d.status)),
         fact("final score", res ? score(res.final_score) : "n/a"), fact("verdict", verdict(res ? res.passed : null)),
-        fact("latency (s)", num(d.latency_s, 2)), fact("tokens in / out", tokens(d.tokens.input, d.tokens.input_known) + " / " + tokens(d.tokens.output, d.tokens.output_known)),
+        fact("latency (s)", num(d.latency_s, 2)), fact("tokens in / out", tokens(d.tokens.input, d.tokens.input_known, ran(d)) + " / " + tokens(d.tokens.output, d.tokens.output_known, ran(d))),
         fact("run cost (USD)", sourced(d.run_cost_usd, d.run_cost_source, d.run_cost_known_usd)),
         fact("evaluation cost (USD)", cost(d.eval_cost_usd) + (d.eval_cost_sources && d.eval_cost_sources.priced ? " (" + d.eval_cost_sources.priced + " priced)" : "")),
         fact("model sent", d.requested_model || "–"), fact("build action", d.action || "–")),
