@@ -108,6 +108,36 @@ def unadopted_entries(store: Store, campaigns: Collection[str] | None = None) ->
             if record in records or _written_by(store, record) in builds}
 
 
+def pushed_unadopted(store: Store, names: Collection[str] | None) -> dict[bytes, bytes]:
+    """What the killed builds of the campaigns a push sends (`names`: its refs; None: the whole store) finished
+    (`unadopted_entries`), which it marks (remote/push.py): a whole push's, every campaign's; a narrowed one's, those of
+    the campaigns its refs name (a pin: its head's). Nothing is read when no build was killed."""
+    if not journals(store.root):
+        return {}
+    if names is None:
+        return unadopted_entries(store)
+    campaigns = set()
+    for name in names:
+        if name.startswith(CAMPAIGNS):
+            campaigns.add(name[len(CAMPAIGNS):])
+        elif (head := store.get_ref(name)) is not None:
+            campaign = _campaign_of_head(store, head)
+            if campaign is not None:
+                campaigns.add(campaign)
+    return unadopted_entries(store, campaigns)
+
+
+CAMPAIGNS = "campaigns/"
+
+
+def _campaign_of_head(store: Store, head: str) -> str | None:
+    try:
+        doc = store.get_json(head)
+    except (StoreError, ValueError):
+        return None  # (the push says what is wrong with it)
+    return _campaign_of(doc if isinstance(doc, dict) else None)
+
+
 def _campaign_of(log: dict[str, Any] | None) -> str | None:
     campaign = log.get("campaign") if log is not None else None
     value = campaign.get("id") if isinstance(campaign, dict) else None

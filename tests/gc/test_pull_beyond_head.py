@@ -187,3 +187,25 @@ def test_a_push_narrowed_to_a_campaign_sends_nothing_of_another_campaigns_killed
     _pulled(claw, ws, remote, tmp_path / "colleague", monkeypatch)
     assert _written_by(tmp_path / "colleague" / "store", other[0]) == []
     assert _kept_by(claw)  # (main's killed build's, sent)
+
+
+def test_a_filtered_build_remote_carries_what_the_campaigns_killed_build_finished(
+        ws: Workspace, claw: Claw, standin: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A `claw build --remote` filtered to one case leaves the campaign's killed build untold (its head adopts only the
+    filter's records) and its last push is narrowed to the campaign's head: it sent nothing of what the killed build
+    finished, and the colleague who pulled paid for m1's run of gamma again. It marks and sends them as `claw push`."""
+    remote = tmp_path / "team"
+    eval_profile(ws, repetitions=1)
+    _script(standin)
+    assert claw("build", *CAMPAIGN)[0] == 1  # (its failed run)
+    _killed_build(ws, standin)
+    standin.reset()
+    _script(standin)
+    code, out, err = claw("build", *CAMPAIGN, "--case", "alpha", "--remote", str(remote))
+    assert code == 0 and "ref(s) moved" in out + err, out + err
+    said = _pulled(claw, ws, remote, tmp_path / "colleague", monkeypatch)
+    [kept] = _kept_by(claw)
+    assert f"kept from gc by ref {kept}" in said, said
+    _ok(claw, "gc", "--grace", "0")
+    paid_there = _built(claw, standin)
+    assert paid_there[KILLED_RUN] == 0, paid_there
