@@ -152,14 +152,17 @@ def _written_by(store_dir: Path, build_id: str) -> list[str]:
                 if record and store.get_json(record).get("build_id") == build_id]
 
 
+@pytest.mark.parametrize("narrowed", [CAMPAIGN, ("--pin", "frozen")], ids=["campaign", "pin"])
 def test_a_push_narrowed_to_the_campaign_carries_what_its_killed_build_finished(
-        ws: Workspace, claw: Claw, standin: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A push narrowed to the campaign (`--suite/--run-profile/--evaluation-profile`) sent its head's closure alone:
-    what its killed build finished, which no head names, stayed behind, and the colleague who pulled paid for m1's run
-    of gamma again (1 request) with no gc at all. It sends those entries marked, their records and what they reach, as a
-    whole push: the pull keeps them (a gc past its grace period between it and the build takes nothing)."""
+        ws: Workspace, claw: Claw, standin: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        narrowed: tuple[str, ...]) -> None:
+    """A push narrowed to the campaign (`--suite/--run-profile/--evaluation-profile`, or `--pin` of its head) sent its
+    ref's closure alone: what its killed build finished, which no head names, stayed behind, and the colleague who
+    pulled paid for m1's run of gamma again (1 request) with no gc at all. It sends those entries marked, their records
+    and what they reach, as a whole push: the pull keeps them (a gc past its grace period between it and the build
+    takes nothing)."""
     remote = tmp_path / "team"
-    _pushed(ws, claw, standin, remote, *CAMPAIGN)
+    _pushed(ws, claw, standin, remote, *narrowed, before_push=lambda: _ok(claw, "pin", "frozen", *CAMPAIGN))
     said = _pulled(claw, ws, remote, tmp_path / "colleague", monkeypatch)
     [kept] = _kept_by(claw)
     assert f"kept from gc by ref {kept}" in said, said
