@@ -25,7 +25,7 @@ def push_command(remote: str, endpoint_url: str | None, suite: str | None, run_p
     from clawstore.remote.progress import open_transfer_progress
     from clawstore.remote.push import push
     from clawstore.store import Store
-    from clawstore.store.buildlogs import unadopted_entries
+    from clawstore.store.buildlogs import pushed_unadopted
 
     target = resolve_remote(workspace(), remote, endpoint_url)  # (a bad one is refused before the store opens)
     root = workspace_store_dir(store_dir, must_exist=True)
@@ -35,9 +35,8 @@ def push_command(remote: str, endpoint_url: str | None, suite: str | None, run_p
     names = ref_names(suite, run_profile, evaluation_profile, pin)
     try:
         with collector_paused():  # its lists of ids are acyclic; the process ends right after
-            # (a whole store's push marks what its killed builds finished: a pulling store keeps it from gc)
-            report = push(store, target, names, progress=shown,
-                          unadopted=unadopted_entries(store) if names is None else None)
+            # (it marks what its campaigns' killed builds finished: a pulling store keeps it from gc)
+            report = push(store, target, names, progress=shown, unadopted=pushed_unadopted(store, names))
     finally:
         shown.close()
     click.echo(report.summary())

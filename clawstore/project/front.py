@@ -531,8 +531,9 @@ class Project:
             yield
             return
         from clawstore.remote.live import remote_session
+        from clawstore.store.buildlogs import pushed_unadopted
 
-        with remote_session(*self._remote_parts(name), say=self.say):
+        with remote_session(*self._remote_parts(name), say=self.say, unadopted=pushed_unadopted):
             yield
 
     def _remote_parts(self, name: str) -> tuple[Store, Remote, str, Callable[[], set[str]]]:

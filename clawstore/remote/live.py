@@ -4,7 +4,7 @@ machine that dies mid-campaign loses only what was in flight. Details: docs/remo
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +23,14 @@ from clawstore.remote.sync import PACKS, REFS, SyncReport, remote_packs
 if TYPE_CHECKING:
     from clawstore.store.store import Store
 
+# What the killed builds of the campaigns a push sends finished (store/buildlogs.py pushed_unadopted: its refs' names,
+# None for the whole store), which it marks; handed in by the front (the remote reads no build log itself).
+Unadopted = Callable[["Store", Collection[str] | None], Mapping[bytes, bytes]]
+
+
+def _nothing_unadopted(store: Store, names: Collection[str] | None) -> Mapping[bytes, bytes]:
+    return {}
+
 def pull_before(store: Store, remote: Remote, head_ref: str, unbuilt_keys: Callable[[], set[str]],
                 say: Callable[[str], None]) -> SyncReport:
     """What a `build --remote` (or `plan --remote`) fetches first: what its plan would otherwise pay for
@@ -40,9 +48,10 @@ class InterimPushes:
     committed since (push.push_new). A failed push is retried by the next and said once, and once more when pushing
     works again."""
 
-    def __init__(self, store: Store, remote: Remote, say: Callable[[str], None]):
+    def __init__(self, store: Store, remote: Remote, say: Callable[[str], None],
+                 unadopted: Unadopted = _nothing_unadopted):
         self.store, self.remote = store, remote
-        self.say = say
+        self.say, self.unadopted = say, unadopted
         self.known: RemoteKnowledge | None = None  # what the remote holds, once a first push has told
         self.failing = False  # the last push failed (and it was said)
 
@@ -50,7 +59,8 @@ class InterimPushes:
         try:
             if self.known is None:
                 first = RemoteKnowledge()
-                push(self.store, self.remote, move_refs=False, knowledge=first)
+                push(self.store, self.remote, move_refs=False, knowledge=first,
+                     unadopted=self.unadopted(self.store, None))
                 self.known = first
             else:
                 push_new(self.store, self.remote, self.known)
@@ -67,13 +77,16 @@ class InterimPushes:
 
 @contextmanager
 def remote_session(store: Store, remote: Remote, head_ref: str, unbuilt_keys: Callable[[], set[str]],
-                   say: Callable[[str], None], interval_s: float | None = None) -> Iterator[None]:
+                   say: Callable[[str], None], interval_s: float | None = None,
+                   unadopted: Unadopted = _nothing_unadopted) -> Iterator[None]:
     """The build between `pull_before` and its last push, pushing what it commits meanwhile; the pushes'
-    and the pull's summaries and warnings go to `say` (the command's stderr)."""
+    and the pull's summaries and warnings go to `say` (the command's stderr). The first push and the last mark what
+    `unadopted` answers, as `claw push` does (before session 77 neither did, and the last, narrowed to the campaign's
+    head, sent nothing a killed build of it finished that this build did not adopt: a filtered build's)."""
     interval_s = interval_s or remote_push_interval()
     pull_before(store, remote, head_ref, unbuilt_keys, say)
     stop = threading.Event()
-    pushes = InterimPushes(store, remote, say)
+    pushes = InterimPushes(store, remote, say, unadopted)
 
     def periodic() -> None:
         while not stop.wait(interval_s):
@@ -89,18 +102,18 @@ def remote_session(store: Store, remote: Remote, head_ref: str, unbuilt_keys: Ca
             worker.join()
     except BaseException:  # the build failed or was stopped: its own ending stays what the user sees
         try:
-            say(_last_push(store, remote, head_ref).summary())
+            say(_last_push(store, remote, head_ref, unadopted).summary())
         except (ClawError, OSError) as exc:
             say(f"claw: warning: last push to {remote.name} failed: {exc} (what the build committed is "
                 f"in the store: claw push {remote.name} sends it)")
         raise
-    say(_last_push(store, remote, head_ref).summary())
+    say(_last_push(store, remote, head_ref, unadopted).summary())
 
 
-def _last_push(store: Store, remote: Remote, head_ref: str) -> SyncReport:
+def _last_push(store: Store, remote: Remote, head_ref: str, unadopted: Unadopted) -> SyncReport:
     """What the build committed, with the campaign's head if it wrote one."""
     names = [head_ref] if store.get_ref(head_ref) is not None else None
-    return push(store, remote, names, move_refs=names is not None)
+    return push(store, remote, names, move_refs=names is not None, unadopted=unadopted(store, names))
 
 
 @dataclass

@@ -297,8 +297,11 @@ def push(store: Transfer, remote: Remote, ref_names: Iterable[str] | None = None
          unadopted: Mapping[bytes, bytes] | None = None) -> SyncReport:
     """Send what the remote lacks: whole packs, then the other objects in new packs, then the new entries in a listing
     of their own. `move_refs=False` sends no refs (a running build's first interim push) and fills `knowledge`;
-    `progress` is told of packs and bytes; `unadopted` (a whole store's push: store/buildlogs.py unadopted_entries),
-    entries marked in a listing of their own (`_unadopted_pack`). Details: docs/remote.md (Details by module)."""
+    `progress` is told of packs and bytes; `unadopted` (store/buildlogs.py unadopted_entries: a whole store's, or the
+    killed builds' of the campaigns a narrowed push sends), entries marked in a listing of their own
+    (`_unadopted_pack`); a narrowed push sends their records and what those reach too (before session 77 it sent the
+    refs' closures alone, and the colleague who pulled paid for them again). Details: docs/remote.md (Details by
+    module)."""
     backend = open_backend(remote.url, remote.endpoint_url)
     report = SyncReport("pushed to", backend.description)
     with store.lease(f"push {remote.name}"), ExitStack() as kept, ThreadPoolExecutor(max_workers=1) as ahead, \
@@ -333,6 +336,8 @@ def push(store: Transfer, remote: Remote, ref_names: Iterable[str] | None = None
                 objects, actions = None, entries_read.result()
             else:
                 objects, actions = _closure_content(store, {n: value for n, value in refs.items() if n not in held})
+                if unadopted:  # (a narrowed push's: what its campaigns' killed builds finished, beyond their heads)
+                    objects |= store.closure_digests(sorted({PREFIX + record.hex() for record in unadopted.values()}))
             new_actions = {k: v for k, v in actions.items() if have_actions.get(k) != v} if have_actions else actions
             document_id = None
             if new_actions:  # first of the packs push makes: its listing (the biggest) is on the link at once,
@@ -342,8 +347,8 @@ def push(store: Transfer, remote: Remote, ref_names: Iterable[str] | None = None
                 document = _entries_document(entries)
                 document_id = oid_of(document)[len(PREFIX):]
                 sender.send(_made(_Outgoing(store.make_pack([], tmp, document), [], entries, document_id), tmp))
-            marking = _unadopted_pack(unadopted or {}, store, listings, tmp) if ref_names is None else None
-            if marking is not None:  # (a whole store's: what its killed builds finished is among what it sends)
+            marking = _unadopted_pack(unadopted or {}, store, listings, tmp)
+            if marking is not None:  # (what its killed builds finished is among what it sends)
                 sender.send(marking)
             if objects_read is not None:  # (the whole store's objects, read after its entries)
                 objects = objects_read.result()

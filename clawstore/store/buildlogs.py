@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -65,8 +65,12 @@ def unadopted_windows(store: StoreReader) -> list[tuple[float, float]]:
     and has no other keeper until a build adopts it (tests/gc/test_archive_elsewhere.py: a run answered 1 s before the
     kill). A window, not everything since the build began: a killed build of a campaign nobody builds again would
     keep every later entry of the store from gc."""
+    return _windows(untold_killed(store))
+
+
+def _windows(killed: list[tuple[Path, dict[str, Any] | None]]) -> list[tuple[float, float]]:
     windows = []
-    for journal, _ in untold_killed(store):
+    for journal, _ in killed:
         last = 0.0
         for path in (journal, journal.with_suffix(".json")):
             with contextlib.suppress(OSError):
@@ -75,21 +79,79 @@ def unadopted_windows(store: StoreReader) -> list[tuple[float, float]]:
     return windows
 
 
-def unadopted_entries(store: Store) -> dict[bytes, bytes]:
+def unadopted_entries(store: Store, campaigns: Collection[str] | None = None) -> dict[bytes, bytes]:
     """{key digest: record digest} of the entries gc keeps as what a killed build finished and no build adopted yet:
     those whose record its journal names (`unadopted_records`), and those written within one of its windows
-    (`unadopted_windows`: what its journal may lack). What a whole `claw push` marks for the pulling store to keep
-    (remote/push.py `_unadopted_pack`). Empty at once when no build was killed."""
+    (`unadopted_windows`: what its journal may lack). What a `claw push` marks for the pulling store to keep
+    (remote/push.py `_unadopted_pack`). Empty at once when no build was killed. `campaigns` (a push narrowed to them):
+    only the killed builds whose log names one of them, and of their windows' entries only those whose record one of
+    these builds wrote (another campaign's build, killed or running beside it, writes in the same window); a killed
+    build whose log cannot be read names no campaign."""
     if not journals(store.root):
         return {}
-    records = {bytes.fromhex(record[len(PREFIX):]) for _, record in unadopted_records(store) if is_oid(record)}
-    windows = [(int(low * 1e9), int(high * 1e9)) for low, high in unadopted_windows(store)]
+    killed = untold_killed(store)
+    if campaigns is not None:
+        killed = [(journal, data) for journal, data in killed if _campaign_of(data) in campaigns]
+    records = {bytes.fromhex(record[len(PREFIX):]) for journal, _ in killed for record in _journal_records(journal)
+               if is_oid(record)}
+    windows = [(int(low * 1e9), int(high * 1e9)) for low, high in _windows(killed)]
     if not records and not windows:
         return {}
     index = store.runtime.index
     index.refresh()
-    return {key: entry.record for key, entry in index.actions.items() if entry.record is not None
-            and (entry.record in records or any(low <= entry.time_ns <= high for low, high in windows))}
+    found = {key: entry.record for key, entry in index.actions.items() if entry.record is not None
+             and (entry.record in records or any(low <= entry.time_ns <= high for low, high in windows))}
+    if campaigns is None:
+        return found
+    builds = {journal.stem for journal, _ in killed}
+    return {key: record for key, record in found.items()
+            if record in records or _written_by(store, record) in builds}
+
+
+def pushed_unadopted(store: Store, names: Collection[str] | None) -> dict[bytes, bytes]:
+    """What the killed builds of the campaigns a push sends (`names`: its refs; None: the whole store) finished
+    (`unadopted_entries`), which it marks (remote/push.py): a whole push's, every campaign's; a narrowed one's, those of
+    the campaigns its refs name (a pin: its head's). Nothing is read when no build was killed."""
+    if not journals(store.root):
+        return {}
+    if names is None:
+        return unadopted_entries(store)
+    campaigns = set()
+    for name in names:
+        if name.startswith(CAMPAIGNS):
+            campaigns.add(name[len(CAMPAIGNS):])
+        elif (head := store.get_ref(name)) is not None:
+            campaign = _campaign_of_head(store, head)
+            if campaign is not None:
+                campaigns.add(campaign)
+    return unadopted_entries(store, campaigns)
+
+
+CAMPAIGNS = "campaigns/"
+
+
+def _campaign_of_head(store: Store, head: str) -> str | None:
+    try:
+        doc = store.get_json(head)
+    except (StoreError, ValueError):
+        return None  # (the push says what is wrong with it)
+    return _campaign_of(doc if isinstance(doc, dict) else None)
+
+
+def _campaign_of(log: dict[str, Any] | None) -> str | None:
+    campaign = log.get("campaign") if log is not None else None
+    value = campaign.get("id") if isinstance(campaign, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def _written_by(store: Store, record: bytes) -> str | None:
+    """The build a record names as its writer (None: unreadable, or not a record)."""
+    try:
+        doc = store.get_json(PREFIX + record.hex())
+    except (StoreError, ValueError):
+        return None
+    value = doc.get("build_id") if isinstance(doc, dict) else None
+    return value if isinstance(value, str) else None
 
 
 def journals(store_root: Path | str) -> list[Path]:

@@ -98,6 +98,16 @@ class Store(ObjectStore):
         walk.mark(roots)
         return set(walk.missing)
 
+    def closure_digests(self, roots: Iterable[str]) -> set[bytes]:
+        """The digests of what the roots reach, themselves included, of what this store holds (what it lacks is left
+        out: the receiving side's checks name it)."""
+        from clawstore.store.reach import Reach
+
+        walk = Reach(self)
+        walk.mark(roots)
+        packed = walk.marked_digests()
+        return {packed[at:at + 32] for at in range(0, len(packed), 32)}
+
     # --- transfer (remote/: push and pull) -----------------------------------------------------
     def refresh(self) -> None:
         """Take in what other processes committed since this one last looked."""

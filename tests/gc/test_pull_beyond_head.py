@@ -6,16 +6,23 @@ journal does here: a real `claw build` SIGKILLed, a real push to a directory rem
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from clawstore.testing.standin import StandIn
+from clawstore.spend.killed import KilledBuild
+from clawstore.store.buildlogs import unadopted_entries
+from clawstore.store.core.ids import PREFIX
+from clawstore.store.store import Store
+from clawstore.testing.standin import StandIn, text
 from tests.gc.test_archive_elsewhere import CAMPAIGN, _asked, _killed_build, _ok, _script
 from tests.support.claw import Claw
 from tests.support.judging import eval_profile
+from tests.support.killing import build_killed_when
 from tests.support.oldclaw import old_claw, old_clawstore
 from tests.support.workspace import Workspace
 
@@ -42,16 +49,19 @@ def _built(claw: Claw, standin: StandIn) -> Counter[tuple[str, str]]:
     return _asked(standin, before)
 
 
-def _pushed(ws: Workspace, claw: Claw, standin: StandIn, remote: Path) -> None:
+def _pushed(ws: Workspace, claw: Claw, standin: StandIn, remote: Path, *narrowed: str,
+            before_push: Callable[[], None] = lambda: None) -> None:
     """The campaign, its failed run and what a SIGKILLed build of a new case finished (m1's run of gamma), pushed whole
-    to the directory `remote`; the stand-in's counts reset."""
+    (or `narrowed`: `claw push` options) to the directory `remote` after `before_push()`; the stand-in's counts
+    reset."""
     eval_profile(ws, repetitions=1)
     _script(standin)
     assert claw("build", *CAMPAIGN)[0] == 1  # (its failed run)
     _killed_build(ws, standin)
+    before_push()
     standin.reset()
     _script(standin)
-    assert "ref(s) moved" in _ok(claw, "push", str(remote))
+    assert "ref(s) moved" in _ok(claw, "push", str(remote), *narrowed)
 
 
 def test_a_whole_push_and_pull_carry_what_a_killed_build_finished_and_the_colleague_reuses_it(
@@ -113,3 +123,92 @@ def test_a_claw_before_the_mark_pulls_a_marked_listing_as_any_other(
     assert pulled.returncode == 0, pulled.stderr
     assert "kept from gc" not in pulled.stdout and not _kept_by(claw)  # (it does not read the mark)
     assert KILLED_RUN not in _built(claw, standin)
+
+
+OTHER = ("--suite", "other", "--run-profile", "rp")  # another campaign: m3's runs, which campaign main never makes
+
+
+def _other_killed(ws: Workspace, standin: StandIn) -> str:
+    """A build of campaign OTHER SIGKILLed once one of m3's runs is recorded while its run of gamma waits: right after
+    main's killed build, so within its 60 s window (store/buildlogs.py unadopted_windows). Its build id."""
+    ws.suite("other", ["m3"])
+    standin.script("vendor/m3", text("slow", latency=60), match="Slow one")
+    with Store(Path(os.environ["CLAW_STORE"]), create=False) as store:
+        before = {key for key, _ in store.iter_actions()}
+
+        def recorded(logged: KilledBuild | None) -> bool:
+            if logged is None or ("vendor/m3", "Slow one?") not in _asked(standin, 0):
+                return False
+            records = [store.get_json(record) for key, record in store.iter_actions() if key not in before and record]
+            return any(r.get("address", {}).get("model_id") == "m3" and r.get("error") is None for r in records)
+
+        return build_killed_when(ws.root, list(OTHER), recorded, lambda: _asked(standin, 0)).stem
+
+
+def _written_by(store_dir: Path, build_id: str) -> list[str]:
+    """The records of the entries of the store at `store_dir` that build `build_id` wrote."""
+    with Store(store_dir, create=False) as store:
+        return [record for _, record in store.iter_actions()
+                if record and store.get_json(record).get("build_id") == build_id]
+
+
+@pytest.mark.parametrize("narrowed", [CAMPAIGN, ("--pin", "frozen")], ids=["campaign", "pin"])
+def test_a_push_narrowed_to_the_campaign_carries_what_its_killed_build_finished(
+        ws: Workspace, claw: Claw, standin: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        narrowed: tuple[str, ...]) -> None:
+    """A push narrowed to the campaign (`--suite/--run-profile/--evaluation-profile`, or `--pin` of its head) sent its
+    ref's closure alone: what its killed build finished, which no head names, stayed behind, and the colleague who
+    pulled paid for m1's run of gamma again (1 request) with no gc at all. It sends those entries marked, their records
+    and what they reach, as a whole push: the pull keeps them (a gc past its grace period between it and the build
+    takes nothing)."""
+    remote = tmp_path / "team"
+    _pushed(ws, claw, standin, remote, *narrowed, before_push=lambda: _ok(claw, "pin", "frozen", *CAMPAIGN))
+    said = _pulled(claw, ws, remote, tmp_path / "colleague", monkeypatch)
+    [kept] = _kept_by(claw)
+    assert f"kept from gc by ref {kept}" in said, said
+    _ok(claw, "gc", "--grace", "0")
+    assert claw("fsck")[0] == 0
+    paid_there = _built(claw, standin)
+    assert paid_there[KILLED_RUN] == 0, paid_there
+
+
+def test_a_push_narrowed_to_a_campaign_sends_nothing_of_another_campaigns_killed_build(
+        ws: Workspace, claw: Claw, standin: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another campaign's build killed beside it (within the 60 s either side of the campaign's killed build's last log
+    write, whose entries a whole push marks) is not what a push narrowed to the campaign sends: none of its records
+    reach the remote."""
+    remote = tmp_path / "team"
+    other: list[str] = []
+    _pushed(ws, claw, standin, remote, *CAMPAIGN, before_push=lambda: other.append(_other_killed(ws, standin)))
+    owner = Path(os.environ["CLAW_STORE"])
+    finished = _written_by(owner, other[0])
+    assert finished, "the other campaign's killed build recorded nothing"
+    with Store(owner, create=False) as store:  # (a whole push would mark them: its window or its journal names them)
+        marked_whole = {PREFIX + record.hex() for record in unadopted_entries(store).values()}
+    assert set(finished) <= marked_whole, (finished, marked_whole)
+
+    _pulled(claw, ws, remote, tmp_path / "colleague", monkeypatch)
+    assert _written_by(tmp_path / "colleague" / "store", other[0]) == []
+    assert _kept_by(claw)  # (main's killed build's, sent)
+
+
+def test_a_filtered_build_remote_carries_what_the_campaigns_killed_build_finished(
+        ws: Workspace, claw: Claw, standin: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A `claw build --remote` filtered to one case leaves the campaign's killed build untold (its head adopts only the
+    filter's records) and its last push is narrowed to the campaign's head: it sent nothing of what the killed build
+    finished, and the colleague who pulled paid for m1's run of gamma again. It marks and sends them as `claw push`."""
+    remote = tmp_path / "team"
+    eval_profile(ws, repetitions=1)
+    _script(standin)
+    assert claw("build", *CAMPAIGN)[0] == 1  # (its failed run)
+    _killed_build(ws, standin)
+    standin.reset()
+    _script(standin)
+    code, out, err = claw("build", *CAMPAIGN, "--case", "alpha", "--remote", str(remote))
+    assert code == 0 and "ref(s) moved" in out + err, out + err
+    said = _pulled(claw, ws, remote, tmp_path / "colleague", monkeypatch)
+    [kept] = _kept_by(claw)
+    assert f"kept from gc by ref {kept}" in said, said
+    _ok(claw, "gc", "--grace", "0")
+    paid_there = _built(claw, standin)
+    assert paid_there[KILLED_RUN] == 0, paid_there

@@ -17,14 +17,16 @@ from tests.hostile.attack import CLAW
 def build_killed_when(cwd: Path, args: list[str], ready: Callable[[KilledBuild | None], bool],
                       seen: Callable[[], object] = lambda: "") -> Path:
     """Run `claw build *args` in `cwd`, SIGKILL it once `ready(the running build's summary, None before its log)`
-    holds; the killed build's journal. AssertionError (with `seen()`) when it ends or 120 s pass first."""
+    holds; the killed build's journal. AssertionError (with `seen()`) when it ends or 120 s pass first. The journals of
+    builds killed before it are left aside."""
     builds = Path(os.environ["CLAW_STORE"]) / "builds"
+    before = set(builds.glob("*.jsonl"))
     build = subprocess.Popen([CLAW, "build", *args], cwd=cwd, env=dict(os.environ),
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 120
         while build.poll() is None and time.monotonic() < deadline:
-            journals = list(builds.glob("*.jsonl"))  # (the running build's: a finished one sealed its own)
+            journals = list(set(builds.glob("*.jsonl")) - before)  # (the running build's: a finished one sealed it)
             if ready(as_logged(journals[0]) if journals else None):
                 break
             time.sleep(0.02)
@@ -33,5 +35,5 @@ def build_killed_when(cwd: Path, args: list[str], ready: Callable[[KilledBuild |
     finally:
         build.send_signal(signal.SIGKILL)
         build.wait()
-    [journal] = list(builds.glob("*.jsonl"))
+    [journal] = list(set(builds.glob("*.jsonl")) - before)
     return journal
