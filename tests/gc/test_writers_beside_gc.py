@@ -282,3 +282,27 @@ def test_pull_beside_gc_keeps_what_a_new_head_shares_with_a_retired_one(tmp_path
     assert rebuilt.code == 0, rebuilt
     assert len(standin.requests) == asked, standin.requests[asked:]
 
+
+def test_untrusted_pull_beside_gc_keeps_apart_a_whole_head(tmp_path: Path, standin: StandIn,
+                                                          env: dict[str, str]) -> None:  # noqa: F811
+    """As above, the colleague's key not trusted here: `claw pull --untrusted` keeps their head apart (`untrusted/…`,
+    a gc root) and `claw gc --grace 0` runs before it does. Before session 77 gc deleted the head's shared parts: once
+    the colleague's key was trusted, the build moved the campaign's ref to a head `claw fsck` found incomplete."""
+    ws = many_cases(tmp_path / "ws", 60)
+    head = "campaigns/main__rp__none"
+    theirs, signer = _retired_and_built_on(ws, tmp_path, head, colleague_home=tmp_path / "colleague-home")
+    writer = held(ws.root, "clawstore.remote.pull:_Pull.add_entries", "pull", "team", "--untrusted")
+    try:
+        gc_now(ws.root)
+    finally:
+        pulled = release(writer)
+    assert pulled.returncode == 0 and "kept apart" in pulled.stdout + pulled.stderr, pulled
+    assert run_claw(ws.root, "fsck").code == 0
+    assert run_here(ws.root, "trust", "add", signer).code == 0
+    asked = len(standin.requests)
+    rebuilt = run_here(ws.root, "build", *CAMPAIGN)  # (moves the kept-apart head in: the colleague's configs)
+    assert rebuilt.code == 0, rebuilt
+    assert len(standin.requests) == asked, standin.requests[asked:]
+    assert f"{head}\t{theirs}" in run_claw(ws.root, "refs").stdout
+    fsck = run_claw(ws.root, "fsck")
+    assert fsck.code == 0, fsck
