@@ -14,13 +14,14 @@ import pytest
 
 from clawstore.store.store import Store
 from clawstore.testing.standin import StandIn
+from tests.faults.helpers import head_nodes
 from tests.hostile.attack import run_claw
 from tests.pae.paefiles import write_outputs
 from tests.pae.test_import_pae import SETTINGS, SYSTEM, pae_runs
 from tests.support.claw import env  # noqa: F401 - fixture
 from tests.support.judging import JUDGE, eval_profile, judge_reply
 from tests.support.prepared import run_here
-from tests.support.storefiles import age, age_packs
+from tests.support.storefiles import age, age_packs, lose_object
 from tests.support.workspace import Workspace, many_cases, standard
 
 CAMPAIGN = ("--suite", "main", "--run-profile", "rp")
@@ -306,3 +307,29 @@ def test_untrusted_pull_beside_gc_keeps_apart_a_whole_head(tmp_path: Path, stand
     assert f"{head}\t{theirs}" in run_claw(ws.root, "refs").stdout
     fsck = run_claw(ws.root, "fsck")
     assert fsck.code == 0, fsck
+
+
+def test_fsck_repair_beside_gc_names_a_whole_head(tmp_path: Path, standin: StandIn,
+                                                  env: dict[str, str]) -> None:  # noqa: F811
+    """`claw fsck --repair` has written the campaign's head again without the node whose output is gone and is about
+    to point the campaign's ref at it when `claw gc --grace 0` runs. Before session 77 it held no lease: nothing named
+    the new head, written before gc began, and gc deleted it; the repair failed (`cannot set ref campaigns/…: object
+    … is not in the store`)."""
+    ws = standard(tmp_path / "ws")
+    assert run_here(ws.root, "build", *CAMPAIGN).code == 0
+    with Store(Path(env["CLAW_STORE"])) as store:
+        run = next(node for node in head_nodes(store, "main__rp__none") if node["kind"] == "run")
+        lose_object(store, store.get_json(run["record"])["outputs"]["artifact"])
+    writer = held(ws.root, "clawstore.store.store:Store.set_ref", "fsck", "--repair")
+    try:
+        gc_now(ws.root)
+    finally:
+        repaired = release(writer)
+    assert repaired.returncode == 0, repaired.stdout + repaired.stderr
+    assert "1 node(s) whose record or outputs are gone no longer name them" in repaired.stdout, repaired.stdout
+    fsck = run_claw(ws.root, "fsck")
+    assert fsck.code == 0, fsck
+    asked = len(standin.requests)
+    rebuilt = run_here(ws.root, "build", *CAMPAIGN)
+    assert rebuilt.code == 0, rebuilt
+    assert len(standin.requests) == asked + 1, standin.requests[asked:]  # (the run repaired away: that one alone)
