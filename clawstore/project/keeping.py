@@ -174,19 +174,24 @@ def import_archive(file: Path, store_dir: Path | None, configs_to: Path | None, 
     problem = import_target_problem(target)
     if problem is not None:
         raise UsageError(f"--store {target}: {problem}")
+    configs_written: list[Path] = []
+
     def then(store: Store, report: ImportReport) -> None:
         """Under the import's lease: what the archive carries beyond its head kept by a ref `imports/archive-<id>`
         (no head names it here until a build adopts it: before session 77 only gc's grace period kept it), its head
         given a build log, its configs written out (nothing names the config tree, and the head only while the
-        store's campaign ref or a --pin does: a gc after the lease deleted them)."""
+        store's campaign ref or a --pin does: a gc after the lease deleted them). Run again when a new store another
+        import put in place first took the place of the one this import built (import_into): the configs, written
+        already, are not written twice."""
         head = report.summary.manifest.head
         if report.kept_apart is None:
             report.kept_by = keep_imported(store, "archive", beyond_head_records(store, report.summary.manifest))
         if report.kept_apart is None and head is not None:
             adopt_imported_head(store, head)
         tree = configs_of(report.summary.manifest)
-        if configs_to is not None and tree is not None:
+        if configs_to is not None and tree is not None and not configs_written:
             write_configs(store, tree, configs_to)
+            configs_written.append(configs_to)
 
     store, report = import_into(target, file, pins=pin_refs, untrusted=untrusted,
                                 check=campaign_archive_check(f"archive {file}", configs_to is not None), then=then)

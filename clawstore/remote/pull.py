@@ -167,6 +167,7 @@ class _Pull:
         except BaseException:
             self.close()
             raise
+        self.segments = store.index_segments()  # (before `present`: one gone since, a gc may have deleted some of it)
         self.present = store.object_digests()
         self.ids = PackIds(store, remote, self.listings)  # (format 4: known once its pack or table is here)
         self.incoming = store.receive()  # the packs fetched, checked, until they are taken in
@@ -549,7 +550,7 @@ def pull(store: Transfer, remote: Remote, ref_names: Iterable[str] | None = None
         wanted = None if ref_names is None else set(ref_names)
         remote_refs = _remote_refs(backend, wanted, skipped=report.refs_skipped)
         report.kept_apart |= _check_ref_signers(store, backend, remote_refs, untrusted)
-        _keep_present_heads(store, remote_refs.values(), kept)
+        present = _keep_present_heads(store, remote_refs.values(), kept)
         if wanted is None:
             with writer_scratch_dir(store.tmp_dir, "pull") as work:
                 state = _Pull(store, remote, backend, untrusted, report, progress, work)
@@ -569,10 +570,10 @@ def pull(store: Transfer, remote: Remote, ref_names: Iterable[str] | None = None
             _fetch_closure(state, remote_refs.values())
             settled = state.received
         state.add_entries(settled)
+        walk = _keep_arrived_heads(state, remote_refs.values(), present, kept) or unlisted_packs(state.files)
         if report.kept_apart:
             _keep_refs_apart(store, remote_refs, sorted(report.kept_apart))
             return report
-        walk = unlisted_packs(state.files)
         for name, value in sorted(remote_refs.items()):
             _pull_ref(store, remote, name, value, report, walk)
         if keep is not None:
@@ -612,7 +613,7 @@ def pull_for_plan(store: Transfer, remote: Remote, head_ref: str, unbuilt_keys: 
     with store.lease(f"pull {remote.name}"), ExitStack() as kept:
         remote_refs = _remote_refs(backend, {head_ref}, required=False, skipped=report.refs_skipped)
         _check_ref_signers(store, backend, remote_refs, untrusted=False)
-        _keep_present_heads(store, remote_refs.values(), kept)
+        present = _keep_present_heads(store, remote_refs.values(), kept)
         state = _Pull(store, remote, backend, False, report)
         records: dict[str, set[str]] = {}  # key -> the records the remote's listings give it
         for doc in state.listings.values():
@@ -634,20 +635,47 @@ def pull_for_plan(store: Transfer, remote: Remote, head_ref: str, unbuilt_keys: 
             state.add_entries(state.received)  # (its entries reach this process's index as they are written)
             if len(state.received) == received:
                 break  # nothing came: planning again would name the same keys
-        walk = unlisted_packs(state.files)
+        walk = _keep_arrived_heads(state, remote_refs.values(), present, kept) or unlisted_packs(state.files)
         for name, value in sorted(remote_refs.items()):
             _pull_ref(store, remote, name, value, report, walk)
     return report
 
 
-def _keep_present_heads(store: Transfer, heads: Iterable[str], kept: ExitStack) -> None:
+def _keep_present_heads(store: Transfer, heads: Iterable[str], kept: ExitStack) -> set[str]:
     """The remote heads this store holds already kept from a gc until the pull ends (a lease naming each, taken before
     the pull decides what it lacks): it fetches none of their objects, and the pull's own lease keeps only the action
     cache and young packs. Before session 77 a campaign retired here (`claw refs --delete`) and pulled back lost its
-    head and parts to a gc meanwhile: "remote head … was not in any pack" (tests/gc/test_writers_beside_gc.py)."""
-    for head in sorted(set(heads)):
-        if store.has(head):
-            kept.enter_context(store.keeping(head))
+    head and parts to a gc meanwhile: "remote head … was not in any pack" (tests/gc/test_writers_beside_gc.py). Returns
+    those heads."""
+    present = {head for head in set(heads) if store.has(head)}
+    for head in sorted(present):
+        kept.enter_context(store.keeping(head))
+    return present
+
+
+def _keep_arrived_heads(state: _Pull, heads: Iterable[str], present: set[str], kept: ExitStack) -> bool:
+    """The remote heads this pull brought kept from a gc until it ends (a lease naming each), and what a gc meanwhile
+    deleted of what they reach fetched again. The pull fetches none of the objects this store held when it decided
+    what it lacks, and a head not here may reach some (a campaign retired here that a colleague built on, the head's
+    parts they share) in packs older than any lease window: before session 77 a gc before the ref moved deleted them,
+    and the pull moved it to a head `claw fsck` found incomplete (tests/gc/test_writers_beside_gc.py). The lease waits
+    out a gc sweeping when it is taken, and any later gc keeps what the heads reach. An object the pull took as here
+    that the index no longer names says a gc deleted it meanwhile (looked for only when a segment of before the
+    decision has been superseded since: by a merge, or a gc): then each head's closure is walked and what it lacks is
+    fetched again from the packs listing it. True when that happened: `_pull_ref` walks each head again (what no pack
+    lists keeps the ref away)."""
+    store = state.store
+    arrived = [head for head in sorted(set(heads) - present) if store.has(head)]
+    for head in arrived:
+        kept.enter_context(store.keeping(head))
+    if not arrived or state.segments <= store.index_segments():
+        return False
+    now = store.object_digests()  # (read afresh)
+    if state.present <= now:
+        return False  # (a merge: nothing deleted)
+    state.present = now  # (what the gc deleted is fetched again, not taken as here)
+    _fetch_closure(state, arrived)
+    return True
 
 
 def _keep_refs_apart(store: Transfer, refs: dict[str, str], signers: list[str]) -> None:

@@ -15,10 +15,13 @@ import pytest
 from clawstore.spend.killed import KilledBuild
 from clawstore.store.store import Store
 from clawstore.testing.standin import StandIn, error, last_prompt, text
+from tests.gc.test_writers_beside_gc import held, release
+from tests.hostile.attack import run_claw
 from tests.support.claw import Claw
 from tests.support.judging import JUDGE, eval_profile, judge_reply
 from tests.support.killing import build_killed_when
-from tests.support.workspace import Workspace
+from tests.support.prepared import run_here
+from tests.support.workspace import Workspace, standard
 
 CAMPAIGN = ("--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev")
 QUERY = "select model_id, case_id, status, cost_usd, attempts, record_id from runs order by model_id, case_id"
@@ -174,4 +177,40 @@ def test_an_untrusted_import_trusted_later_keeps_what_the_killed_build_finished_
     _ok(claw, "gc", "--grace", "0")
     assert claw("fsck")[0] == 0
     claw("build", *CAMPAIGN)
+    assert ("vendor/m1", "Slow one?") not in _asked(standin, before)  # what the killed build paid for, not again
+
+
+def test_two_imports_into_one_new_store_at_once_each_keep_what_their_archive_carries(
+        ws: Workspace, claw: Claw, standin: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two `claw archive import`s of different archives into the same new `--store` at once (real processes): each
+    builds the store in a staging directory of its own and renames it into place; the one that finds the place taken
+    imports again into the store there. Before session 77 the loser imported there without what its import does next
+    (the staged store's, deleted): nothing kept what its archive carried beyond its head (`imports/archive-…`), nor
+    gave the head a build log, and after a `claw gc --grace 0` the campaign's build there paid again for what the
+    killed build had finished (m1's run of gamma). Its configs (`--configs-to`) are written once all the same."""
+    archive = _exported(ws, claw, standin, tmp_path / "campaign.claw")
+    elsewhere = standard(tmp_path / "elsewhere")  # (alpha and beta, no gamma: another campaign, main__rp__none)
+    other = ("--suite", "main", "--run-profile", "rp")
+    assert run_here(elsewhere.root, "build", *other).code == 1  # (m1's run of beta failed again)
+    assert run_here(elsewhere.root, "archive", "export", *other, "-o", str(tmp_path / "other.claw")).code == 0
+    place = tmp_path / "new" / "store"
+    loser = held(tmp_path, "clawstore.store.services.archive_import:_take_place",
+                 "archive", "import", str(archive), "--store", str(place), "--configs-to", str(tmp_path / "mine"))
+    try:
+        won = run_claw(tmp_path, "archive", "import", str(tmp_path / "other.claw"), "--store", str(place))
+        assert won.code == 0, won
+    finally:
+        lost = release(loser)
+    assert lost.returncode == 0, lost.stdout + lost.stderr
+    assert (tmp_path / "mine" / "configs" / "cases" / "gamma").is_dir()  # (written once, before the place was taken)
+    said = [line.split()[5] for line in lost.stdout.splitlines() if line.startswith("kept from gc by ref ")]
+    monkeypatch.setenv("CLAW_STORE", str(place))
+    refs = json.loads(_ok(claw, "refs", "--json"))
+    assert said and said[0] in refs, (lost.stdout, refs)
+    builds = _ok(claw, "query", "select campaign_id from builds order by campaign_id", "--format", "json")
+    assert [row["campaign_id"] for row in json.loads(builds)] == ["main__rp__ev", "main__rp__none"], builds
+    _ok(claw, "gc", "--grace", "0")
+    assert claw("fsck")[0] == 0
+    before = len(standin.requests)
+    claw("build", *CAMPAIGN)  # (this workspace's configs: the archive's)
     assert ("vendor/m1", "Slow one?") not in _asked(standin, before)  # what the killed build paid for, not again

@@ -10,16 +10,19 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from clawstore.store.store import Store
 from clawstore.testing.standin import StandIn
+from tests.faults.helpers import head_nodes
 from tests.hostile.attack import run_claw
 from tests.pae.paefiles import write_outputs
 from tests.pae.test_import_pae import SETTINGS, SYSTEM, pae_runs
 from tests.support.claw import env  # noqa: F401 - fixture
 from tests.support.judging import JUDGE, eval_profile, judge_reply
 from tests.support.prepared import run_here
-from tests.support.storefiles import age, age_packs
-from tests.support.workspace import Workspace, standard
+from tests.support.storefiles import age, age_packs, lose_object
+from tests.support.workspace import Workspace, many_cases, standard
 
 CAMPAIGN = ("--suite", "main", "--run-profile", "rp")
 PROC = Path(__file__).with_name("proc_writer_held.py")
@@ -220,3 +223,113 @@ def test_push_beside_a_build_and_gc_sends_and_remembers_a_whole_head(tmp_path: P
     assert fsck.code == 0, fsck
     again = run_claw(ws.root, "push", "team")  # (this store's newer head: sent, nothing refused)
     assert again.code == 0, again
+
+
+def _retired_and_built_on(ws: Workspace, tmp_path: Path, head: str,
+                          colleague_home: Path | None = None) -> tuple[str, str]:
+    """The campaign built here, pushed to `team` and retired here (`claw refs --delete`, an hour ago); a colleague (a
+    store of their own; with `colleague_home`, a signing key of their own, trusting this user's) pulled it, changed one
+    case, built and pushed: their head, which this store does not hold, though most of its parts are here, and their
+    key."""
+    remote, here, home = str(tmp_path / "remote"), os.environ["CLAW_STORE"], os.environ["XDG_CONFIG_HOME"]
+    assert run_here(ws.root, "remote", "add", "team", remote).code == 0
+    assert run_here(ws.root, "build", *CAMPAIGN).code == 0
+    assert run_here(ws.root, "push", "team").code == 0
+    assert run_here(ws.root, "refs", "--delete", head, "--delete", f"remotes/team/{head}").code == 0
+    mine = run_here(ws.root, "key", "show").stdout.strip()
+    os.environ["CLAW_STORE"] = str(tmp_path / "colleague")  # (both restored by the env fixtures' monkeypatch)
+    if colleague_home is not None:
+        os.environ["XDG_CONFIG_HOME"] = str(colleague_home)
+        assert run_here(ws.root, "trust", "add", mine).code == 0
+    assert run_here(ws.root, "remote", "add", "team", remote).code == 0
+    assert run_here(ws.root, "pull", "team").code == 0
+    ws.case("c000", "Question 1000?")  # (the other cases' runs and the head's parts holding them as they were)
+    assert run_here(ws.root, "build", *CAMPAIGN).code == 0
+    assert run_here(ws.root, "push", "team").code == 0
+    theirs_key = run_here(ws.root, "key", "show").stdout.strip()
+    with Store(tmp_path / "colleague") as colleague:
+        theirs = colleague.get_ref(head)
+    os.environ["CLAW_STORE"], os.environ["XDG_CONFIG_HOME"] = here, home
+    with Store(Path(here)) as store:
+        assert theirs is not None and not store.has(theirs)
+        age_packs(store, 3600)  # (retired an hour ago: older than a running pull's lease window)
+    return theirs, theirs_key
+
+
+@pytest.mark.parametrize("hold_at", ["_Pull.add_entries", "_pull_ref"])
+def test_pull_beside_gc_keeps_what_a_new_head_shares_with_a_retired_one(tmp_path: Path, standin: StandIn,
+                                                                      env: dict[str, str],  # noqa: F811
+                                                                      hold_at: str) -> None:
+    """A campaign retired here (`claw refs --delete`, an hour ago) that a colleague built on: the remote's head is not
+    in this store, but most of its parts are, unrooted, in packs older than any lease window. The pull fetches only
+    what this store lacks (the head, the parts holding the changed case) and `claw gc --grace 0` runs once those are
+    in: before the pull leases the head (add_entries), or before it moves the ref (_pull_ref). Before session 77 gc
+    deleted the shared parts (the action cache's closure, which gc keeps while a pull runs, holds the records, not the
+    head's parts): the pull moved the ref to a head `claw fsck` found incomplete (`names part …, which is missing`)."""
+    ws = many_cases(tmp_path / "ws", 60)  # (a head of several parts: those the colleague's build left as they were)
+    head = "campaigns/main__rp__none"
+    theirs, _ = _retired_and_built_on(ws, tmp_path, head)
+    writer = held(ws.root, f"clawstore.remote.pull:{hold_at}", "pull", "team")
+    try:
+        gc_now(ws.root)
+    finally:
+        pulled = release(writer)
+    assert pulled.returncode == 0, pulled.stderr
+    assert f"{head}\t{theirs}" in run_claw(ws.root, "refs").stdout, pulled.stdout + pulled.stderr
+    fsck = run_claw(ws.root, "fsck")
+    assert fsck.code == 0, fsck
+    asked = len(standin.requests)
+    rebuilt = run_here(ws.root, "build", *CAMPAIGN)  # (the colleague's configs: its head, served whole)
+    assert rebuilt.code == 0, rebuilt
+    assert len(standin.requests) == asked, standin.requests[asked:]
+
+
+def test_untrusted_pull_beside_gc_keeps_apart_a_whole_head(tmp_path: Path, standin: StandIn,
+                                                          env: dict[str, str]) -> None:  # noqa: F811
+    """As above, the colleague's key not trusted here: `claw pull --untrusted` keeps their head apart (`untrusted/…`,
+    a gc root) and `claw gc --grace 0` runs before it does. Before session 77 gc deleted the head's shared parts: once
+    the colleague's key was trusted, the build moved the campaign's ref to a head `claw fsck` found incomplete."""
+    ws = many_cases(tmp_path / "ws", 60)
+    head = "campaigns/main__rp__none"
+    theirs, signer = _retired_and_built_on(ws, tmp_path, head, colleague_home=tmp_path / "colleague-home")
+    writer = held(ws.root, "clawstore.remote.pull:_Pull.add_entries", "pull", "team", "--untrusted")
+    try:
+        gc_now(ws.root)
+    finally:
+        pulled = release(writer)
+    assert pulled.returncode == 0 and "kept apart" in pulled.stdout + pulled.stderr, pulled
+    assert run_claw(ws.root, "fsck").code == 0
+    assert run_here(ws.root, "trust", "add", signer).code == 0
+    asked = len(standin.requests)
+    rebuilt = run_here(ws.root, "build", *CAMPAIGN)  # (moves the kept-apart head in: the colleague's configs)
+    assert rebuilt.code == 0, rebuilt
+    assert len(standin.requests) == asked, standin.requests[asked:]
+    assert f"{head}\t{theirs}" in run_claw(ws.root, "refs").stdout
+    fsck = run_claw(ws.root, "fsck")
+    assert fsck.code == 0, fsck
+
+
+def test_fsck_repair_beside_gc_names_a_whole_head(tmp_path: Path, standin: StandIn,
+                                                  env: dict[str, str]) -> None:  # noqa: F811
+    """`claw fsck --repair` has written the campaign's head again without the node whose output is gone and is about
+    to point the campaign's ref at it when `claw gc --grace 0` runs. Before session 77 it held no lease: nothing named
+    the new head, written before gc began, and gc deleted it; the repair failed (`cannot set ref campaigns/…: object
+    … is not in the store`)."""
+    ws = standard(tmp_path / "ws")
+    assert run_here(ws.root, "build", *CAMPAIGN).code == 0
+    with Store(Path(env["CLAW_STORE"])) as store:
+        run = next(node for node in head_nodes(store, "main__rp__none") if node["kind"] == "run")
+        lose_object(store, store.get_json(run["record"])["outputs"]["artifact"])
+    writer = held(ws.root, "clawstore.store.store:Store.set_ref", "fsck", "--repair")
+    try:
+        gc_now(ws.root)
+    finally:
+        repaired = release(writer)
+    assert repaired.returncode == 0, repaired.stdout + repaired.stderr
+    assert "1 node(s) whose record or outputs are gone no longer name them" in repaired.stdout, repaired.stdout
+    fsck = run_claw(ws.root, "fsck")
+    assert fsck.code == 0, fsck
+    asked = len(standin.requests)
+    rebuilt = run_here(ws.root, "build", *CAMPAIGN)
+    assert rebuilt.code == 0, rebuilt
+    assert len(standin.requests) == asked + 1, standin.requests[asked:]  # (the run repaired away: that one alone)

@@ -37,7 +37,7 @@ from clawstore.store.core.batch import (
 from clawstore.store.core.codec import CHUNK
 from clawstore.store.core.edgefile import children_in
 from clawstore.store.core.ids import PREFIX, is_oid, oid_hex, parallel_hasher
-from clawstore.store.core.index import Loc
+from clawstore.store.core.index import Loc, list_segments
 from clawstore.store.core.layout import StoreLayout
 from clawstore.store.core.packfile import BLOB_HEAD_SIZE, KIND_OBJECT, Blob, PackWriter
 from clawstore.store.core.runtime import TOUCH_AFTER_S, Runtime, release, runtime_for
@@ -330,6 +330,11 @@ class ObjectStore:
     def has_fresh(self, digest: bytes) -> bool:
         """Present? A hit counts as a use: an old pack's mtime is refreshed, so gc's grace covers it."""
         return self._present(digest)
+
+    def index_segments(self) -> frozenset[str]:
+        """The index's segments now: one gone since an earlier look was superseded meanwhile, by a merge or by a gc,
+        which may have deleted objects then present."""
+        return frozenset(list_segments(self.runtime.index_dir))
 
     def iter_objects(self) -> Iterator[str]:
         """Every object id the index names (sorted: streamed in digest order from the index's tables)."""

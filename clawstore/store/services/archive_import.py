@@ -428,7 +428,7 @@ def import_into(store_dir: Path, path: Path, pins: Iterable[str] = (), check: Co
                 untrusted: bool = False, then: Callable[[Store, ImportReport], None] | None = None
                 ) -> tuple[Store, ImportReport]:
     """Import into the store at `store_dir`, or into a new store there when it is empty or absent (`then`: as
-    import_archive's, done once).
+    import_archive's, in the store the import ends in).
 
     A new store is built whole in a hidden sibling directory and renamed into place once the import
     succeeded: a refused archive leaves nothing behind, not even an empty store (`then` runs there, before the
@@ -459,8 +459,12 @@ def import_into(store_dir: Path, path: Path, pins: Iterable[str] = (), check: Co
         raise
     if not placed:  # another import made the store there meanwhile (it said "st: Directory not empty", exit 3)
         shutil.rmtree(staging, ignore_errors=True)
-        # (into that store, or the folder's problem said; `then` ran in the staged one: the same archive's, not again)
-        return import_into(store_dir, path, pins, check, untrusted)
+        # Into that store (or the folder's problem said), `then` again: what it wrote into the staged store went with
+        # it (project/keeping.py: the ref keeping what the archive carries beyond its head, the head's build log).
+        # Before session 77 it ran only there, and another archive's import had taken the place: nothing kept those
+        # records, and a build after a `claw gc` paid for them again (tests/gc/test_archive_elsewhere.py). A `then`
+        # writing outside the store (configs checked out) writes that once.
+        return import_into(store_dir, path, pins, check, untrusted, then)
     return Store(store_dir, create=False), report
 
 

@@ -940,19 +940,24 @@ def _repair_refs(store: Store, report: FsckReport) -> None:
             if store.delete_ref(name, expected=target):
                 report.repaired.append(f"removed ref {name} (its head {target} is gone; the next build "
                                        "plans from the action cache)")
-    for name, bad in report.bad_head_nodes.items():
-        if not repairable_ref(name):
-            continue
-        head_id = report.ref_targets[name]
-        head = _read_head(store, head_id)
-        if not isinstance(head, dict) or not isinstance(head.get("nodes"), list):
-            continue
-        nodes = [node if index not in bad else _quarantined_node(node, bad[index])
-                 for index, node in enumerate(head["nodes"])]
-        with contextlib.suppress(RefConflict):
-            store.set_ref(name, write_head(store, head, nodes), expected=head_id)
-            report.repaired.append(f"ref {name}: {len(bad)} node(s) whose record or outputs are gone no longer "
-                                   "name them (the next build rebuilds them)")
+    heads = [(name, bad) for name, bad in report.bad_head_nodes.items() if repairable_ref(name)]
+    if not heads:
+        return
+    # Each head written again is kept from a gc until its ref names it, by a lease (as a build's): before session 77
+    # a `claw gc --grace 0` meanwhile deleted it, written before gc began and named by nothing, and the repair failed
+    # ("cannot set ref campaigns/…: object … is not in the store"; tests/gc/test_writers_beside_gc.py).
+    with store.lease("fsck --repair"):
+        for name, bad in heads:
+            head_id = report.ref_targets[name]
+            head = _read_head(store, head_id)
+            if not isinstance(head, dict) or not isinstance(head.get("nodes"), list):
+                continue
+            nodes = [node if index not in bad else _quarantined_node(node, bad[index])
+                     for index, node in enumerate(head["nodes"])]
+            with contextlib.suppress(RefConflict):
+                store.set_ref(name, write_head(store, head, nodes), expected=head_id)
+                report.repaired.append(f"ref {name}: {len(bad)} node(s) whose record or outputs are gone no longer "
+                                       "name them (the next build rebuilds them)")
 
 
 def _quarantined_node(node: dict[str, object], why: str) -> dict[str, object]:
