@@ -15,9 +15,9 @@ SOURCES = (REPORTED, PRICED, UNKNOWN)
 PRICE_KEYS = ("input", "output", "cacheRead", "cacheWrite")  # a `pricing`'s prices, USD per 1M tokens
 PRICE_NAMES = ("pricing", "cost")  # a model's prices, under either name: in no key (docs/building.md, Keys)
 PAID_KINDS = ("run", "judge")  # the nodes that call a provider; checks and results cost nothing
-# Decimals of a cost claw sums itself, as JSON and CSV show it (`shown_usd`): a provider reports to 1e-8 USD or coarser
-# (OpenRouter's `usage.cost`, e.g. 0.00000285; the stand-in's to 1e-6), and declared prices of up to four decimals
-# per 1M tokens price a token to 1e-10; past that a float sum of many costs carries only its rounding noise.
+# Decimals of a cost claw sums itself, as JSON and CSV show it (`shown_usd`): OpenRouter states no precision for
+# `usage.cost`, the responses seen carry 1e-8 USD or coarser (0.00000285, 0.0360795; the stand-in's 1e-6), and declared
+# prices of up to four decimals per 1M tokens price a token to 1e-10; past that a float sum carries only its noise.
 USD_DIGITS = 10
 
 

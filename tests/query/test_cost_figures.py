@@ -79,6 +79,15 @@ def test_costs_claw_sums_are_shown_without_float_noise(ws: Workspace, claw: Claw
     assert {m["model_id"]: m["total_cost_usd"] for m in report["models"]} == {
         model: float(row["total_cost_usd"]) for model, row in board.items()}, (report["models"], out)
 
+    # the views' columns that are sums claw made (results', builds'), as the history query shows them
+    for sql in ("select eval_cost_usd, total_cost_usd from results", "select eval_cost_usd, total_cost_usd "
+                "from result_history", "select cost_usd, cost_known_usd, results_cost_usd from builds"):
+        code, out, err = claw("query", sql, "--format", "json")
+        assert code == 0 and json.loads(out), (sql, out, err)
+        assert not _noisy(json.loads(out)), (sql, _noisy(json.loads(out)))
+    code, out, err = claw("query", "select distinct eval_cost_usd from results", "--format", "csv")
+    assert code == 0 and out.splitlines() == ["eval_cost_usd", "0.3"], (out, err)
+
     # each record keeps the provider's number (what SQL the user writes sums is the user's)
     code, out, err = claw("query", "select distinct cost_usd from judgements", "--format", "json")
     assert code == 0 and json.loads(out) == [{"cost_usd": JUDGE_COST}], (out, err)
