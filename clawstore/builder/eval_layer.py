@@ -104,7 +104,7 @@ class RunEvaluation:
     def row(self) -> dict[str, Any]:
         record = (self.result.record if self.result else None) or {}
         summary = record.get("summary") or {}
-        cost = CostSum.total(CostSum.of_metrics(n.record.get("metrics")) for n in self.judges if n.record).usd
+        cost = CostSum.total(CostSum.of_metrics(n.record.get("metrics")) for n in self.judges if n.record).shown
         return {"eval": self.action(), "score": summary.get("final_score"), "passed": summary.get("passed"),
                 "eval_status": record.get("status") or "blocked", "eval_cost_usd": cost,
                 "eval_error": self.blocked}

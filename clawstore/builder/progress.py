@@ -352,8 +352,7 @@ class JsonProgress(BuildProgress):
             tokens = {**{f"{name}_known": n for name, n in tokens.items()}, **dict.fromkeys(tokens),
                       "tokens_unknown": s.tokens_unknown}
         self._emit("totals", done=s.done, total=s.total, pending=s.pending, failed=len(s.failures), **tokens,
-                   cost_usd=None if s.cost.usd is None else round(s.cost.usd, 9),
-                   cost_known_usd=round(s.cost.known_usd, 9), cost_sources=s.cost.sources(),
+                   cost_usd=s.cost.shown, cost_known_usd=s.cost.shown_known, cost_sources=s.cost.sources(),
                    planned_cost_usd=self.planned_cost_usd)
 
 

@@ -63,7 +63,7 @@ def status(suite: str, run_profile: str, evaluation_profile: str | None, cases: 
     spent = collected.spent  # (JSON: null when a part is unknown, as a build's `cost_usd`)
     header = {"campaign": collected.campaign_id, "recorded": collected.recorded,
               "pending": sum(r["pending"] for r in rows), "stopped": collected.stopped,
-              "cost_usd": spent.usd, "cost_known_usd": spent.known_usd}
+              "cost_usd": spent.shown, "cost_known_usd": spent.shown_known}
     _print(rows, output, header)
     if output != "json":
         cost = f", cost spent {spent.usd_text()}" if collected.recorded else ""

@@ -221,7 +221,8 @@ def print_built(built: Built, output: str) -> None:
     metrics = built.metrics
     if output == "json":
         spent = CostSum.of_build(metrics)  # (the log keeps the known part; JSON says null when any is unknown)
-        metrics = {**metrics, "cost_usd": spent.usd, "cost_known_usd": spent.known_usd, **_tokens_json(metrics)}
+        metrics = {**metrics, "cost_usd": spent.shown, "cost_known_usd": spent.shown_known,
+                   **_tokens_json(metrics)}
         failures = [{"node": node, "reason": reason} for node, reason in built.failures]
         write_json({"campaign": built.campaign_id, "build_id": built.build_id, "counts": built.counts,
                     "metrics": metrics, "failures": failures, "stopped": built.stopped,

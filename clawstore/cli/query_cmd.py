@@ -110,7 +110,7 @@ def _warn(line: str) -> None:
 def _query(root: Path, sql: str, saved_in: Path | None, export: str | None, fmt: str, out: Path | None,
            params: tuple[str, ...]) -> None:
     """The query itself, its manifest up to date."""
-    from clawstore.query.engine import export_parquet, stream_query
+    from clawstore.query.engine import export_parquet, reads_history, stream_query
     from clawstore.query.saved import is_packaged
 
     _note_untrusted(root)
@@ -131,6 +131,7 @@ def _query(root: Path, sql: str, saved_in: Path | None, export: str | None, fmt:
     if count == 0:
         given = _params(params)
         _note_unknown_campaigns(root, [given[name] for name in CAMPAIGN_PARAMS if name in given])
+        _note_unknown_ids(root, {name: given[name] for name in ID_PARAMS if name in given}, reads_history(sql))
 
 
 def _note_unknown_campaigns(root: Path, campaigns: list[str]) -> None:
@@ -147,8 +148,30 @@ def _note_unknown_campaigns(root: Path, campaigns: list[str]) -> None:
                    "`claw refs` lists them)", err=True)
 
 
+def _note_unknown_ids(root: Path, asked: dict[str, str], history: bool) -> None:
+    """An empty answer to `--param case=X` or `--param model=X` (history's) where no row of the views the query read
+    has X: said, as for a campaign, naming a few of the ids there are (one DuckDB query, only after an empty answer)."""
+    from clawstore.query.engine import run_query
+
+    if not asked:
+        return
+    views = ("nodes", "build_nodes") if history else ("nodes",)  # (the history is indexed only for SQL that reads it)
+    sql = " UNION ".join(f"SELECT DISTINCT '{name}' AS param, {ID_PARAMS[name]} AS id FROM {view}"
+                         for name in asked for view in views)
+    found = run_query(root, sql, store=lambda: open_existing(root)).rows
+    for name, value in asked.items():
+        known = sorted(str(i) for param, i in found if param == name and i is not None)
+        if value in known:
+            continue
+        named = "; ".join(known[:NAMED_CAMPAIGNS]) + (f"; {len(known) - NAMED_CAMPAIGNS} more"
+                                                      if len(known) > NAMED_CAMPAIGNS else "")
+        click.echo(f"claw: note: no {name} {one_line(value)} in this store (its {name}s: {one_line(named) or 'none'})",
+                   err=True)
+
+
 NAMED_CAMPAIGNS = 10  # in that note (a store of hundreds: the rest counted)
 CAMPAIGN_PARAMS = ("campaign", "a", "b")  # the saved queries' parameters that name a campaign id
+ID_PARAMS = {"case": "case_id", "model": "model_id"}  # those that name a case or a model (history's), and its column
 
 
 def _write(rows: QueryRows, fmt: str, out: Path | None) -> int:

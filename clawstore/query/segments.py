@@ -24,6 +24,7 @@ from clawstore.query.jsonarray import write_array
 from clawstore.query.rows import Flattened, Row
 from clawstore.query.schema import PHYSICAL, Column
 from clawstore.query.sqltext import literal
+from clawstore.values.costs import USD_DIGITS
 
 # What DuckDB holds while it writes a table, whatever the campaign (docs/query.md, Scale): one thread, row groups of
 # ROW_GROUP rows. Writing a 200,000-node campaign's nodes held 357 MB with two threads and the default 122,880-row
@@ -317,9 +318,18 @@ def files_sql(paths: Sequence[str]) -> str:
     return f"read_parquet({_sql_list(paths)}, union_by_name=true)"
 
 
+# The columns that hold a sum of costs claw made (rows.py, sqlflat.py), as a view shows them: rounded to USD_DIGITS
+# decimals like every cost sum claw shows (values/costs.py `shown_usd`; docs/query.md); the files keep the float sum.
+SUMMED_USD = {"results": ("eval_cost_usd", "total_cost_usd"),
+              "builds": ("cost_usd", "cost_known_usd", "results_cost_usd")}
+
+
 def project(table: str, source: str) -> str:
-    """Fixed column order whatever the files' order (UNION BY NAME reorders)."""
-    return f"SELECT {', '.join(chr(34) + c.name + chr(34) for c in PHYSICAL[table])} FROM {source}"
+    """Fixed column order whatever the files' order (UNION BY NAME reorders); SUMMED_USD's columns rounded."""
+    summed = SUMMED_USD.get(table, ())
+    cells = (f'round("{c.name}", {USD_DIGITS}) AS "{c.name}"' if c.name in summed else f'"{c.name}"'
+             for c in PHYSICAL[table])
+    return f"SELECT {', '.join(cells)} FROM {source}"
 
 
 def _segment_build_ids(con: duckdb.DuckDBPyConnection, snap: Snapshot) -> list[str]:

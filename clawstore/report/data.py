@@ -168,8 +168,8 @@ def cost_json(fields: dict[str, Any], run: CostSum, evaluation: CostSum) -> dict
     of the total, and how many runs and judgements each cost source priced."""
     total = run + evaluation
     out = {name: value for name, value in fields.items() if name not in ("run_cost", "eval_cost")}
-    out.update(run_cost_usd=run.usd, eval_cost_usd=evaluation.usd, total_cost_usd=total.usd,
-               known_cost_usd=total.known_usd, cost_sources=total.sources())
+    out.update(run_cost_usd=run.shown, eval_cost_usd=evaluation.shown, total_cost_usd=total.shown,
+               known_cost_usd=total.shown_known, cost_sources=total.sources())  # (shown: no float noise)
     return out
 
 

@@ -215,10 +215,10 @@ def _run_detail(nodes: Sequence[tuple[HeadNode, Mapping[str, Any] | None]], stor
         "tokens": {"input": spent.input_tokens, "output": spent.output_tokens, "reasoning": spent.reasoning_tokens,
                    # (unknown: what it spent at least, `≥` that; absent when nothing is known of them)
                    "input_known": spent.input_tokens_known, "output_known": spent.output_tokens_known},
-        "latency_s": spent.latency_s, "run_cost_usd": CostSum.of_metrics(metrics).usd if run else None,
+        "latency_s": spent.latency_s, "run_cost_usd": CostSum.of_metrics(metrics).shown if run else None,
         "run_cost_source": source_of(metrics) if run else None,
-        "run_cost_known_usd": CostSum.of_metrics(metrics).known_usd if run else None,  # (unknown: `≥` it, when > 0)
-        "eval_cost_usd": eval_cost.usd,
+        "run_cost_known_usd": CostSum.of_metrics(metrics).shown_known if run else None,  # (unknown: `≥` it, when > 0)
+        "eval_cost_usd": eval_cost.shown,
         "eval_cost_sources": eval_cost.sources(), "conversation": conversation(artifact),
         "artifact_stored": artifact is not None, "workspace_diff": store.text(outputs.get("workspace_diff")),
         "checks": _checks(checks_record, store), "judgements": judges,
@@ -234,8 +234,8 @@ def _node_cost(record: Mapping[str, Any]) -> dict[str, Any]:
 def _costs(run: CostSum, evaluation: CostSum) -> dict[str, Any]:
     """Costs for the page: numbers (null: a part unknown) and their text ("≥0.00120 (2 of 5 unknown)")."""
     total = run + evaluation
-    return {"run_cost_usd": run.usd, "eval_cost_usd": evaluation.usd, "total_cost_usd": total.usd,
-            "known_cost_usd": total.known_usd, "run_cost_text": run.text(5), "eval_cost_text": evaluation.text(5),
+    return {"run_cost_usd": run.shown, "eval_cost_usd": evaluation.shown, "total_cost_usd": total.shown,
+            "known_cost_usd": total.shown_known, "run_cost_text": run.text(5), "eval_cost_text": evaluation.text(5),
             "total_cost_text": total.text(5)}
 
 
@@ -309,7 +309,7 @@ class _PageRows:
         self.rows.add((self.campaign, row.model_id, row.case_id), {
             "campaign": self.campaign, "model_id": row.model_id,
             "case": self.cases.setdefault(row.case_id, len(self.cases)), "score": row.score, "passed": row.passed,
-            "status": row.status, "latency_s": row.latency_s, "cost_usd": row.total_cost.usd,
+            "status": row.status, "latency_s": row.latency_s, "cost_usd": row.total_cost.shown,
             "cost_text": row.total_cost.text(5), "run_action": row.run_action, "eval_action": row.eval_action,
             "problems": row.problems, "runs": []})
         self.count += 1

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from clawstore.errors import StoreError
 from clawstore.store.buildlogs import TOLD_BY, set_build_log_field, untold_killed
 from clawstore.store.documents import BuildLogDoc, read_build_log_doc
-from clawstore.values.costs import CostSum
+from clawstore.values.costs import CostSum, shown_usd
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
@@ -36,7 +36,7 @@ class KilledBuild:
         paid after its log's last write is not counted), so `cost_usd` is null and `known_cost_usd` a lower bound,
         null when nothing of it is known (never 0)."""
         return {"build_id": self.build_id, "nodes": self.executed, "cost_usd": None,
-                "known_cost_usd": self.known_usd, "cost_sources": self.cost.sources()}
+                "known_cost_usd": shown_usd(self.known_usd), "cost_sources": self.cost.sources()}
 
     def note(self) -> str:
         spent = "an unknown amount" if self.known_usd is None else f"≥{self.cost.known_usd:.6f} USD"

@@ -15,6 +15,10 @@ SOURCES = (REPORTED, PRICED, UNKNOWN)
 PRICE_KEYS = ("input", "output", "cacheRead", "cacheWrite")  # a `pricing`'s prices, USD per 1M tokens
 PRICE_NAMES = ("pricing", "cost")  # a model's prices, under either name: in no key (docs/building.md, Keys)
 PAID_KINDS = ("run", "judge")  # the nodes that call a provider; checks and results cost nothing
+# Decimals of a cost claw sums itself, as JSON and CSV show it (`shown_usd`): OpenRouter states no precision for
+# `usage.cost`, the responses seen carry 1e-8 USD or coarser (0.00000285, 0.0360795; the stand-in's 1e-6), and declared
+# prices of up to four decimals per 1M tokens price a token to 1e-10; past that a float sum carries only its noise.
+USD_DIGITS = 10
 
 
 def declared_prices(model_extras: Mapping[str, Any]) -> Any:
@@ -63,6 +67,12 @@ def known_cost(value: Any) -> float | None:
     except OverflowError:
         return None
     return cost if isfinite(cost) else None
+
+
+def shown_usd(value: float | None) -> float | None:
+    """A cost claw summed, as it is shown: rounded to USD_DIGITS decimals (0.1 + 0.1 + 0.1 is 0.3, not
+    0.30000000000000004); None (unknown) stays None. What is stored keeps its own number."""
+    return None if value is None else round(value, USD_DIGITS) + 0.0  # (+ 0.0: no -0.0)
 
 
 @dataclass(frozen=True)
@@ -115,6 +125,16 @@ class CostSum:
     def usd(self) -> float | None:
         """The total when every part is known; None (unknown) otherwise."""
         return None if self.unknown else self.known_usd
+
+    @property
+    def shown(self) -> float | None:
+        """`usd` as JSON shows it (`shown_usd`)."""
+        return None if self.unknown else shown_usd(self.known_usd)
+
+    @property
+    def shown_known(self) -> float:
+        """`known_usd` as JSON shows it (`shown_usd`)."""
+        return round(self.known_usd, USD_DIGITS) + 0.0
 
     def cell(self, digits: int = 5) -> str:
         """For a table cell: `?` when nothing is known, `≥x` when part is unknown, else the number."""

@@ -11,6 +11,7 @@ from pathlib import Path
 from clawstore.report import view_data
 from clawstore.store import Store
 from clawstore.testing.standin import StandIn, error, text
+from clawstore.values.costs import USD_DIGITS
 from tests.builder.test_build_openclaw import docker, oc, rows  # noqa: F401 - the OpenClaw campaign fixtures
 from tests.openclaw.conftest import FakeDocker
 from tests.support.claw import Claw
@@ -157,7 +158,7 @@ def test_what_a_timed_out_agent_spent_is_its_transcripts_answered_requests_at_le
     code, out, err = claw("query", "cost_by_model", "--format", "json")
     assert code == 0, out + err
     [by_model] = json.loads(out)
-    assert (by_model["total_cost_usd"], by_model["cost_known_usd"]) == (None, round(known, 5)), by_model
+    assert (by_model["total_cost_usd"], by_model["cost_known_usd"]) == (None, round(known, USD_DIGITS)), by_model
     [detail] = view_data.run_details(store, view_data.collect(store, ["main__rp__none"]))  # claw view's run page
     assert (detail["run_cost_usd"], detail["run_cost_known_usd"]) == (None, known), detail
     code, out, err = claw("report", "--suite", "main", "--run-profile", "rp")

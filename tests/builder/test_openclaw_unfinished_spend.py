@@ -17,6 +17,7 @@ import pytest
 from clawstore.report import view_data
 from clawstore.store import Store
 from clawstore.testing.standin import StandIn
+from clawstore.values.costs import USD_DIGITS
 from tests.builder.test_build_openclaw import docker, oc, rows  # noqa: F401 - the OpenClaw campaign fixtures
 from tests.openclaw.conftest import FakeDocker
 from tests.support.claw import Claw
@@ -101,7 +102,7 @@ def test_a_retried_faults_attempts_each_count_their_known_spend_in_the_build_tha
     known_in, known_out = tokens["input_tokens_known"], tokens["output_tokens_known"]
     assert known_in > 0 and known_out > 0, tokens
     [by_model] = query(claw, "cost_by_model")
-    assert (by_model["total_cost_usd"], by_model["cost_known_usd"]) == (None, round(second, 5)), by_model
+    assert (by_model["total_cost_usd"], by_model["cost_known_usd"]) == (None, round(second, USD_DIGITS)), by_model
     assert (by_model["input_tokens"], by_model["input_tokens_known"], by_model["output_tokens_known"]) == (
         None, known_in, known_out), by_model
     code, out, err = claw("report", "--suite", "main", "--run-profile", "rp")

@@ -189,6 +189,27 @@ def test_paired_compare_s_a_and_b_no_campaign_has_say_so_beside_its_empty_answer
     assert code == 0 and json.loads(out) and "no campaign" not in err, err
 
 
+def test_a_case_or_model_param_the_store_has_not_says_so_beside_its_empty_answer(store: Store) -> None:
+    """`history`'s `--param case=` and `--param model=`: a misspelt one was an empty table and nothing else, read as
+    "no history" (session 77's newcomer). The note names a few of the store's ids; a known case and model say
+    nothing, and neither does an empty answer whose case and model the store has."""
+    code, out, err = run(store, "history", "--param", "case=case_1x", "--format", "json")
+    assert code == 0 and json.loads(out) == [], (out, err)
+    assert "no case case_1x in this store (its cases: case_1; case_2;" in err, err
+    assert "no model" not in err, err
+    code, out, err = run(store, "history", "--param", "case=case_1", "--param", "model=openai/gpt-x", "--format",
+                         "json")
+    assert code == 0 and json.loads(out) == [], (out, err)
+    assert "no model openai/gpt-x in this store (its models: " in err and "openai/gpt-a" in err, err
+    assert "no case" not in err, err
+    code, out, err = run(store, "history", "--param", "case=case_1", "--param", "model=openai/gpt-a", "--format",
+                         "json")
+    assert code == 0 and json.loads(out) and "claw: note: no" not in err, err
+    code, out, err = run(store, "select case_id from results where case_id = getvariable('case') and false",
+                         "--param", "case=case_1", "--format", "json")
+    assert code == 0 and json.loads(out) == [] and "claw: note: no" not in err, err
+
+
 def test_unknown_saved_query(store: Store) -> None:
     code, _, err = run(store, "leaderbord")
     assert code == 2 and "no saved query named 'leaderbord'" in err and "leaderboard" in err

@@ -16,13 +16,13 @@ SELECT campaign_id,
        CASE WHEN count(*) FILTER (WHERE kind = 'run' AND cost_source IS NOT NULL AND reasoning_tokens IS NULL) = 0
             THEN sum(reasoning_tokens) FILTER (WHERE kind = 'run') END        AS reasoning_tokens,
        CASE WHEN count(*) FILTER (WHERE kind = 'run' AND cost_usd IS NULL) = 0
-            THEN round(coalesce(sum(cost_usd) FILTER (WHERE kind = 'run'), 0), 5) END  AS run_cost_usd,
+            THEN round(coalesce(sum(cost_usd) FILTER (WHERE kind = 'run'), 0), 10) END  AS run_cost_usd,
        count(*) FILTER (WHERE kind = 'judge')                                 AS judgements,
        CASE WHEN count(*) FILTER (WHERE kind <> 'run' AND cost_usd IS NULL) = 0
-            THEN round(coalesce(sum(cost_usd) FILTER (WHERE kind <> 'run'), 0), 5) END AS eval_cost_usd,
+            THEN round(coalesce(sum(cost_usd) FILTER (WHERE kind <> 'run'), 0), 10) END AS eval_cost_usd,
        CASE WHEN count(*) FILTER (WHERE cost_usd IS NULL) = 0
-            THEN round(coalesce(sum(cost_usd), 0), 5) END                     AS total_cost_usd,
-       round(sum(cost_known_usd), 5)                                          AS cost_known_usd,
+            THEN round(coalesce(sum(cost_usd), 0), 10) END                     AS total_cost_usd,
+       round(sum(cost_known_usd), 10)                                         AS cost_known_usd,
        count(*) FILTER (WHERE cost_source = 'priced')                         AS cost_priced,
        count(*) FILTER (WHERE cost_usd IS NULL)                               AS cost_unknown
 FROM nodes

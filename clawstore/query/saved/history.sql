@@ -9,7 +9,7 @@ SELECT case_id,
        action,
        final_score,
        passed,
-       total_cost_usd,
+       round(total_cost_usd, 10) AS total_cost_usd,  -- (a sum claw made: shown as `claw report` shows it)
        key
 FROM result_history
 WHERE (getvariable('case') IS NULL OR case_id = getvariable('case'))
