@@ -86,23 +86,33 @@ def test_ctrl_c_at_any_early_moment_is_never_a_traceback_from_claw(tmp_path: Pat
     # A real process signalled at twelve moments from its start to its end, the end measured first in the same
     # minute (a loaded machine takes seconds to load claw). Python's own start (the interpreter, site's .pth files)
     # is out of claw's reach: a signal then ends it by the signal or in Python's words, naming no claw module.
+    # The whole run takes ~0.1 s here, claw in charge for a third of it: a sweep whose measured end a load spike
+    # made wrong can miss that third (session 77's CI: every signal before claw's start), so up to three sweeps,
+    # each measuring the end again, until one signal came while claw was in charge.
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     command = [sys.executable, "-c", PROGRAM, "status", "--store", str(tmp_path / "store")]
-    began = time.monotonic()
-    subprocess.run(command, capture_output=True, env=env, cwd=tmp_path, timeout=120)
-    whole = time.monotonic() - began
-    outcomes = set()
-    for step in range(12):
-        child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                                 cwd=tmp_path)
-        time.sleep(whole * step / 12)
-        child.send_signal(signal.SIGINT)
-        out, err = child.communicate(timeout=120)
-        assert "/clawstore/" not in err and "/click/" not in err and "Aborted!" not in err, (step, err)
-        if "claw: interrupted" in err:
-            assert (child.returncode, err) == (130, "claw: interrupted\n"), step
-        outcomes.add(child.returncode)
-    assert 130 in outcomes, (whole, outcomes)  # (some signal came while claw was in charge)
+    outcomes: set[int] = set()
+    sweeps = []
+    for _ in range(3):
+        began = time.monotonic()
+        subprocess.run(command, capture_output=True, env=env, cwd=tmp_path, timeout=120)
+        whole = time.monotonic() - began
+        swept = set()
+        for step in range(12):
+            child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                                     cwd=tmp_path)
+            time.sleep(whole * step / 12)
+            child.send_signal(signal.SIGINT)
+            out, err = child.communicate(timeout=120)
+            assert "/clawstore/" not in err and "/click/" not in err and "Aborted!" not in err, (step, err)
+            if "claw: interrupted" in err:
+                assert (child.returncode, err) == (130, "claw: interrupted\n"), step
+            swept.add(child.returncode)
+        outcomes |= swept
+        sweeps.append((round(whole, 3), sorted(swept)))
+        if 130 in outcomes:
+            break
+    assert 130 in outcomes, sweeps  # (some signal came while claw was in charge)
 
 
 # The console script's program, Ctrl-C arriving once the command is over (its output written, click still ending).
