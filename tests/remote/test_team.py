@@ -216,7 +216,12 @@ def test_a_pulled_store_collects_a_colleagues_batch_and_never_sends_it_again(pro
     stats = provider.batch_stats()
     assert stats["lines"] == 8 and len(set(stats["custom_ids"])) == 8, "B sent again what A's batches stand for"
     assert provider.requests == []  # nothing one by one
-    ok("pull", "team", cwd=b.root)  # brings back the refs of A's batches, which B let go once collected
+    # B let A's batches go once collected; a pull of the same values brings them back no more (before session 77 each
+    # pull did: "2 ref(s) moved" though nothing had, and the next command let them go again)
+    again = ok("pull", "team", cwd=b.root)
+    assert "0 ref(s) moved" in again, again
+    refs = ok_here("refs", cwd=b.root).replace("remotes/team/batches/", "")
+    assert "batches/" not in refs, "a collected batch came back"
     status = ok_here("batch", "status", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev",
                 "--output", "json", cwd=b.root)
     assert json.loads(status)["pending"] == 0 and json.loads(status)["batches"] == []
