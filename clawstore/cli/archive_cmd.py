@@ -117,7 +117,7 @@ def import_command(file: Path, configs_to: Path | None, pins: tuple[str, ...], u
     for name in report.refs_set:
         click.echo(f"ref {name} -> {head if name.startswith(PIN_PREFIX) else manifest.refs.get(name)}")
     for name, current in report.refs_kept.items():
-        hint = "" if name.startswith(PIN_PREFIX) else " (use --pin NAME to keep the archive's state as well)"
+        hint = "" if name.startswith(PIN_PREFIX) or pins else " (use --pin NAME to keep the archive's state as well)"
         click.echo(f"claw: warning: ref {name} already points at {current}; left unchanged{hint}", err=True)
     if report.kept_by is not None:
         click.echo(f"kept from gc by ref {report.kept_by} (the results the archive carries beyond its head; once "
