@@ -227,3 +227,14 @@ def test_a_pulled_store_collects_a_colleagues_batch_and_never_sends_it_again(pro
     assert json.loads(status)["pending"] == 0 and json.loads(status)["batches"] == []
     assert provider.batch_stats()["lines"] == 8
     ok_here("fsck", cwd=b.root)
+    # A third colleague's fresh store pulls the remote: A's batches' refs (a push never deletes one) and B's records of
+    # their lines. Its report asks no provider; it said "4 request(s) of campaign main__rp__ev are pending in provider
+    # batches: their cost and scores are not in these figures yet", though every one was (session 77)
+    ok_here("push", "team", cwd=b.root)
+    c = Workspace(tmp_path / "c")
+    shutil.copytree(a.configs, c.configs)
+    ok("pull", remote_url, cwd=c.root)
+    code, _, err = claw_here("report", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev",
+                             cwd=c.root)
+    assert code == 0 and "pending in provider batches" not in err, err
+    assert provider.batch_stats()["lines"] == 8 and provider.requests == []
