@@ -29,9 +29,14 @@ def export_command(suite: str, run_profile: str, evaluation_profile: str | None,
     summary, campaign_id, unbuilt = project.export(output)
     click.echo(f"wrote {output}: campaign {campaign_id}, {summary.objects} objects, {size_text(summary.size)}")
     click.echo(f"digest {summary.digest}")
-    if unbuilt:
-        note(f"{unbuilt} node(s) of campaign {campaign_id} are not built for its configs as they are now (stale or "
-             "never built: claw explain says which); a build of this archive runs and pays for them, as one here "
+    if unbuilt.batched:  # (a build here collects them; one of the archive cannot, and sends them again)
+        note(f"{unbuilt.count} node(s) of campaign {campaign_id} are not built for its configs as they are now (stale "
+             f"or never built: claw explain says which); {unbuilt.batched} of them are pending in provider batches "
+             "here, which a build of this archive cannot collect: it runs and pays for all of them (claw batch status "
+             "--wait, then claw build, before exporting to archive them built)")
+    elif unbuilt.count:
+        note(f"{unbuilt.count} node(s) of campaign {campaign_id} are not built for its configs as they are now (stale "
+             "or never built: claw explain says which); a build of this archive runs and pays for them, as one here "
              "would (claw build before exporting to archive them built)")
 
 
