@@ -76,7 +76,8 @@ def status(suite: str, run_profile: str, evaluation_profile: str | None, cases: 
 
 @batch.command("cancel")
 @click.argument("names", nargs=-1)
-@click.option("--all", "every", is_flag=True, help="Cancel every batch the store records.")
+@click.option("--all", "every", is_flag=True,
+              help="Cancel every batch this store's builds submitted (not a colleague's, pulled).")
 @store_option
 @OUTPUT
 def cancel(names: tuple[str, ...], every: bool, store_dir: Path | None, output: str) -> None:
