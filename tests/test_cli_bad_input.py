@@ -162,3 +162,13 @@ def test_an_archive_the_full_disk_refuses_is_named(claw: Claw, full_disk: Path) 
     code, _, err = claw("archive", "export", "--suite", "main", "--run-profile", "rp", "-o", str(out))
     assert (code, err) == (3, f"claw: error: {out}: No space left on device\n")
     assert sorted(p.name for p in full_disk.iterdir()) == ["filler"]
+
+
+def test_trust_remove_of_your_own_key_says_it_stays_trusted(tmp_path: Path, own_config_dir: Path) -> None:
+    # `claw trust list` shows it "(yours)"; removing it said "is not in your trust list (claw trust list)", which
+    # lists it (session 77).
+    own = claw_here("key", "show", cwd=tmp_path)[1].strip()
+    code, _, err = claw_here("trust", "remove", own, cwd=tmp_path)
+    assert code == 2 and err == (f"claw: error: {own} is your own key: always trusted (it signs what you push and "
+                                 "export), so it cannot be removed\n"), err
+    assert f"{own}  (yours)" in claw_here("trust", "list", cwd=tmp_path)[1]

@@ -308,14 +308,15 @@ def forget_recorded(store: Store) -> list[BatchDoc]:
     records, which name it, came with it (`summary.batch`)."""
     left = []
     for doc in batch_doc.pending(store):
-        if doc.batch_id is not None and all(_recorded_by(store, key, doc.name) for key in doc.covered):
+        if doc.batch_id is not None and all(recorded_by(store, key, doc.name) for key in doc.covered):
             batch_doc.mark(store, doc.name, done=doc.covered)
         else:
             left.append(doc)
     return left
 
 
-def _recorded_by(store: Store, key: str, name: str) -> bool:
+def recorded_by(store: Store, key: str, name: str) -> bool:
+    """Whether `key`'s record here is the line batch `name` answered (pulled with it, or collected here)."""
     record_id = store.get_action_record_id(oid_from_hex(key))
     if record_id is None or not store.has(record_id):
         return False

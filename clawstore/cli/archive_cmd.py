@@ -29,9 +29,14 @@ def export_command(suite: str, run_profile: str, evaluation_profile: str | None,
     summary, campaign_id, unbuilt = project.export(output)
     click.echo(f"wrote {output}: campaign {campaign_id}, {summary.objects} objects, {size_text(summary.size)}")
     click.echo(f"digest {summary.digest}")
-    if unbuilt:
-        note(f"{unbuilt} node(s) of campaign {campaign_id} are not built for its configs as they are now (stale or "
-             "never built: claw explain says which); a build of this archive runs and pays for them, as one here "
+    if unbuilt.batched:  # (a build here collects them; one of the archive cannot, and sends them again)
+        note(f"{unbuilt.count} node(s) of campaign {campaign_id} are not built for its configs as they are now (stale "
+             f"or never built: claw explain says which); {unbuilt.batched} of them are pending in provider batches "
+             "here, which a build of this archive cannot collect: it runs and pays for all of them (claw batch status "
+             "--wait, then claw build, before exporting to archive them built)")
+    elif unbuilt.count:
+        note(f"{unbuilt.count} node(s) of campaign {campaign_id} are not built for its configs as they are now (stale "
+             "or never built: claw explain says which); a build of this archive runs and pays for them, as one here "
              "would (claw build before exporting to archive them built)")
 
 
@@ -117,7 +122,7 @@ def import_command(file: Path, configs_to: Path | None, pins: tuple[str, ...], u
     for name in report.refs_set:
         click.echo(f"ref {name} -> {head if name.startswith(PIN_PREFIX) else manifest.refs.get(name)}")
     for name, current in report.refs_kept.items():
-        hint = "" if name.startswith(PIN_PREFIX) else " (use --pin NAME to keep the archive's state as well)"
+        hint = "" if name.startswith(PIN_PREFIX) or pins else " (use --pin NAME to keep the archive's state as well)"
         click.echo(f"claw: warning: ref {name} already points at {current}; left unchanged{hint}", err=True)
     if report.kept_by is not None:
         click.echo(f"kept from gc by ref {report.kept_by} (the results the archive carries beyond its head; once "

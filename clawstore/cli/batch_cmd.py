@@ -76,7 +76,8 @@ def status(suite: str, run_profile: str, evaluation_profile: str | None, cases: 
 
 @batch.command("cancel")
 @click.argument("names", nargs=-1)
-@click.option("--all", "every", is_flag=True, help="Cancel every batch the store records.")
+@click.option("--all", "every", is_flag=True,
+              help="Cancel every batch this store's builds submitted (not a colleague's, pulled).")
 @store_option
 @OUTPUT
 def cancel(names: tuple[str, ...], every: bool, store_dir: Path | None, output: str) -> None:
@@ -87,8 +88,12 @@ def cancel(names: tuple[str, ...], every: bool, store_dir: Path | None, output: 
 
     store = closed_with_command(open_store(store_dir))
     known = {d.name: d for d in pending(store)}
-    if every:
-        names = tuple(known)
+    if every:  # this store's builds' batches: a colleague's, pulled, is theirs to cancel (by name here, if need be)
+        names = tuple(n for n, d in known.items() if _submitted_here(store.root, d.build_id))
+        if len(names) < len(known):
+            click.echo(f"claw: note: {len(known) - len(names)} batch(es) submitted by another store's builds (pulled) "
+                       "left alone: cancelling them would make that store send their requests again one by one; "
+                       "`claw batch cancel NAME` cancels one", err=True)
     elif not names:
         raise UsageError("name the batches to cancel (see `claw batch status`), or give --all")
     unknown = [n for n in names if n not in known]
@@ -99,6 +104,18 @@ def cancel(names: tuple[str, ...], every: bool, store_dir: Path | None, output: 
     _print(rows, output, {"cancelled": len(rows)})
     if output != "json":
         click.echo(f"\n{len(rows)} batch(es) cancelled; their nodes are released")
+
+
+def _submitted_here(store_root: Path, build_id: str) -> bool:
+    """Whether a build of this store submitted the batch: its log or journal is here (build logs do not travel)."""
+    from clawstore.errors import ClawError
+    from clawstore.store.buildlogs import build_log_path, journal_path
+
+    try:
+        log = build_log_path(store_root, build_id)
+    except ClawError:  # (a pulled document's id that names no file: no build of this store's)
+        return False
+    return log.exists() or journal_path(log).exists()
 
 
 def register(group: click.Group) -> None:

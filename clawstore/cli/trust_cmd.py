@@ -38,6 +38,9 @@ def trust_remove(key: str) -> None:
     from clawstore.errors import UsageError
     from clawstore.trust import keys
 
+    if keys.public_text(keys.parse_public(key)) == keys.own_public():  # (trust list shows it: "not in" misled)
+        raise UsageError(f"{key.strip()} is your own key: always trusted (it signs what you push and export), so it "
+                         "cannot be removed")
     if not keys.remove_trusted(key):
         raise UsageError(f"{key.strip()[:60]} is not in your trust list (claw trust list)")
     click.echo(f"no longer trusted: {key.strip()}")

@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from clawstore.errors import StoreError, UsageError
 from clawstore.project import stamping
@@ -47,6 +47,14 @@ class BudgetRefused(UsageError):
     def __init__(self, plan: SpendPlan, why: str):
         super().__init__(f"{why}; nothing was sent")
         self.plan = plan
+
+
+class Unbuilt(NamedTuple):
+    """What an export leaves a build of the archive to pay for: nodes stale or never built, and how many of them a
+    batch of this store's stands for (collected here, never there: batch refs do not travel in an archive)."""
+
+    count: int
+    batched: int
 
 
 @dataclass(frozen=True)
@@ -579,7 +587,7 @@ class Project:
 
         return keeping.delete_refs(self.existing_store, names)
 
-    def export(self, output: Path) -> tuple[ArchiveSummary, str, int]:
+    def export(self, output: Path) -> tuple[ArchiveSummary, str, Unbuilt]:
         """Export the campaign into `output`: its summary, the campaign's id, and how many of its nodes are not built
         for its configs as they are now (stale or never built). The archive holds those configs and the results the
         store has, as the workspace does: a build of it elsewhere runs (and pays for) exactly those nodes, as a build
@@ -588,7 +596,7 @@ class Project:
         from clawstore.project import keeping
 
         campaign = self.whole_campaign("claw archive export")
-        unbuilt = 0
+        unbuilt = Unbuilt(0, 0)
 
         def beyond_head(head_actions: Mapping[str, str]) -> dict[str, str]:
             nonlocal unbuilt
@@ -597,25 +605,30 @@ class Project:
 
         return keeping.export(self.store, campaign, output, beyond_head), campaign.campaign_id, unbuilt
 
-    def _unbuilt_beyond_head(self, head_actions: Mapping[str, str]) -> tuple[int, dict[str, str]]:
-        """How many nodes are stale or never built, and the fresh nodes' results the head's entries (`head_actions`)
-        do not name (key -> record), planned as `claw explain` plans (a stamp proving the campaign fresh answers at
-        once: none)."""
+    def _unbuilt_beyond_head(self, head_actions: Mapping[str, str]) -> tuple[Unbuilt, dict[str, str]]:
+        """How many nodes are stale or never built (and of those, pending in a batch of this store's), and the fresh
+        nodes' results the head's entries (`head_actions`) do not name (key -> record), planned as `claw explain` plans
+        (a stamp proving the campaign fresh answers at once: none)."""
         if self.fresh() is not None:
-            return 0, {}
+            return Unbuilt(0, 0), {}
+        from clawstore.builder import batch_doc
         from clawstore.builder.api import fold_windows
+        from clawstore.store.core.ids import is_oid, oid_hex
 
-        def fold(windows: Iterator[list[NodeState]]) -> tuple[int, dict[str, str]]:
-            unbuilt, beyond = 0, {}
+        covered = batch_doc.covered_keys(batch_doc.pending(self.store))
+
+        def fold(windows: Iterator[list[NodeState]]) -> tuple[Unbuilt, dict[str, str]]:
+            unbuilt, batched, beyond = 0, 0, {}
             for states in windows:
                 for s in states:
                     node = s.node
                     if s.state in ("stale", "never-built"):
                         unbuilt += 1
+                        batched += is_oid(node.key) and oid_hex(node.key) in covered  # (not a key known later)
                     elif s.state == "fresh" and node.record_id is not None \
                             and head_actions.get(node.key) != node.record_id:
                         beyond[node.key] = node.record_id
-            return unbuilt, beyond
+            return Unbuilt(unbuilt, batched), beyond
 
         by_case = self.by_case()
         seen = self._untrusted_seen()

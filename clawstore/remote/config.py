@@ -155,13 +155,29 @@ def resolve_remote(workspace: Path, name_or_url: str, endpoint_url: str | None =
         raise UsageError(f"no remote named {name_or_url!r} ({names}; add one with claw remote add NAME URL)")
     else:
         url = normal_url(_check_url(name_or_url, "remote"))
-        remote = Remote(_tracking_name(url), url, endpoint_url)
+        remote = Remote(_saved_name(saved, url, endpoint_url) or _tracking_name(url), url, endpoint_url)
     check_location(remote.url, remote.endpoint_url, must_exist)
     return remote
+
+
+def _saved_name(saved: dict[str, Remote], url: str, endpoint_url: str | None) -> str | None:
+    """The name claw.yaml gives the place a URL or directory spelled out names (a bucket's prefix at the same
+    endpoint), so that both spellings share one tracking ref: apart, the push by one spelling found the head the
+    other had set unknown and stopped with "changed by another push" (session 77)."""
+    place = _place(url)
+    for name, remote in saved.items():
+        if _place(remote.url) == place and ("://" not in place or remote.endpoint_url == endpoint_url):
+            return name
+    return None
+
+
+def _place(url: str) -> str:
+    """A directory remote's path whether spelled `file:///x` or `/x` (normal_url keeps the scheme it was given)."""
+    return url.removeprefix("file://")
 
 
 def _tracking_name(url: str) -> str:
     """A ref-safe name for an unnamed remote (its tracking refs live under remotes/<name>/)."""
     import blake3
 
-    return "url-" + blake3.blake3(url.encode()).hexdigest()[:16]
+    return "url-" + blake3.blake3(_place(url).encode()).hexdigest()[:16]

@@ -40,7 +40,7 @@ from clawstore.remote.sync import (
     tracking_ref,
     unlisted_packs,
 )
-from clawstore.store import PackCheckError, Transfer
+from clawstore.store import PackCheckError, RefConflict, Transfer
 from clawstore.store.core.ids import PREFIX, is_oid
 from clawstore.store.face import (
     ArrivingContents,
@@ -753,9 +753,19 @@ def _pull_ref(store: Transfer, remote: Remote, name: str, value: str, report: Sy
     seen = store.get_ref(tracking_ref(remote, name))
     if local == value:
         pass
+    elif local is None and value == seen and name.startswith("batches/"):
+        # This store let that batch go (collected, or released) since it last saw it there: a push never deletes a
+        # remote's ref, so bringing it back made every later pull say it moved a ref (session 77). A campaign head
+        # deleted here still comes back (docs/gc-and-archives.md: deleting is local).
+        pass
     elif local is None or local == seen:
-        store.set_ref(name, value, expected=local)
-        report.refs_moved.append(name)
+        try:
+            store.set_ref(name, value, expected=local)
+            report.refs_moved.append(name)
+        except RefConflict as exc:  # moved here meanwhile: another pull of the same value (no conflict), or a build
+            if exc.actual != value:
+                report.refs_kept[name] = ("changed here during this pull (a build?): kept this store's head; the "
+                                          "remote's results are here now, so `claw build` reuses them, then push")
     elif value == seen or value == swapping(store, remote).get(name):
         # Nobody else moved it: the remote holds what this store last saw there, or what its own last push set out to
         # put (a push killed, or failed, after the server applied its swap: no tracking ref written). This store's

@@ -735,3 +735,18 @@ def test_a_report_of_judgements_pending_in_a_batch_says_their_cost_is_not_in_it(
         assert code == 0, err
         assert said in err and "not in these figures" in err, (args, err)
     assert judge_requests(standin) == 0  # (a report asks the provider nothing)
+
+
+def test_an_export_while_judgements_are_pending_in_a_batch_says_the_archive_pays_for_them_again(
+        scored: Workspace, claw: Claw, standin: StandIn) -> None:
+    """A build of the archive elsewhere cannot collect this store's batches (their refs do not travel in an archive):
+    it sends those requests again. The export's note said it runs and pays for them "as one here would", which pays
+    nothing more (session 77)."""
+    standin.batch_settings(delay=60)
+    code, out, err = claw.build("--evaluation-profile", "ev", "--batch", "--output", "json")
+    assert code == 0 and json.loads(out)["pending_in_batches"] == 12, out + err
+    code, out, err = claw("archive", "export", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev",
+                          "-o", "pending.claw")
+    assert code == 0, err
+    assert "12 of them are pending in provider batches here" in err, err
+    assert "as one here would" not in err, err

@@ -232,6 +232,7 @@ def test_importing_an_older_state_keeps_the_newer_ref_and_pins_on_request(
     code, out, err = claw("archive", "import", str(archive), "--pin", "before-fruit")
     assert code == 0, err
     assert "already points at" in err and "campaigns/main__rp__ev" in err
+    assert "use --pin" not in err, err  # (given: it told the user to do what they had just done; session 77)
     refs = json.loads(claw("refs", "--json")[1])
     assert refs["campaigns/main__rp__ev"] == new_head and refs["pins/before-fruit"] == old_head
     assert " 0 new objects" not in out  # the collected runs came back

@@ -216,9 +216,50 @@ def test_a_pulled_store_collects_a_colleagues_batch_and_never_sends_it_again(pro
     stats = provider.batch_stats()
     assert stats["lines"] == 8 and len(set(stats["custom_ids"])) == 8, "B sent again what A's batches stand for"
     assert provider.requests == []  # nothing one by one
-    ok("pull", "team", cwd=b.root)  # brings back the refs of A's batches, which B let go once collected
+    # B let A's batches go once collected; a pull of the same values brings them back no more (before session 77 each
+    # pull did: "2 ref(s) moved" though nothing had, and the next command let them go again)
+    again = ok("pull", "team", cwd=b.root)
+    assert "0 ref(s) moved" in again, again
+    refs = ok_here("refs", cwd=b.root).replace("remotes/team/batches/", "")
+    assert "batches/" not in refs, "a collected batch came back"
     status = ok_here("batch", "status", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev",
                 "--output", "json", cwd=b.root)
     assert json.loads(status)["pending"] == 0 and json.loads(status)["batches"] == []
     assert provider.batch_stats()["lines"] == 8
     ok_here("fsck", cwd=b.root)
+    # A third colleague's fresh store pulls the remote: A's batches' refs (a push never deletes one) and B's records of
+    # their lines. Its report asks no provider; it said "4 request(s) of campaign main__rp__ev are pending in provider
+    # batches: their cost and scores are not in these figures yet", though every one was (session 77)
+    ok_here("push", "team", cwd=b.root)
+    c = Workspace(tmp_path / "c")
+    shutil.copytree(a.configs, c.configs)
+    ok("pull", remote_url, cwd=c.root)
+    code, _, err = claw_here("report", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev",
+                             cwd=c.root)
+    assert code == 0 and "pending in provider batches" not in err, err
+    assert provider.batch_stats()["lines"] == 8 and provider.requests == []
+
+
+@pytest.mark.parametrize("remote_url", ["dir"], indirect=True)
+def test_batch_cancel_all_leaves_a_colleagues_pulled_batches_alone(provider: StandIn, remote_url: str,
+                                                                  tmp_path: Path) -> None:
+    """`claw batch cancel --all` in a store that pulled A's batches cancelled them at the provider (with a team's shared
+    key): A's store found them cancelled and released, and A's next build sent them again one by one, at full price
+    (session 77). `--all` is this store's builds' batches; a colleague's is cancelled by its name."""
+    a = standard(tmp_path / "a")
+    eval_profile(a, repetitions=1)
+    provider.script(JUDGE, judge_reply(7))
+    provider.batch_settings(delay=60)
+    b = Workspace(tmp_path / "b")
+    shutil.copytree(a.configs, b.configs)
+    scored = (*BUILD, "--evaluation-profile", "ev")
+    ok_here(*scored, "--batch", cwd=a.root)
+    ok_here("push", remote_url, cwd=a.root)
+    ok("pull", remote_url, cwd=b.root)
+    code, out, err = claw_here("batch", "cancel", "--all", cwd=b.root)
+    assert code == 0 and "0 batch(es) cancelled" in out, out + err
+    assert "2 batch(es) submitted by another store's builds (pulled) left alone" in err, err
+    assert provider.batch_stats()["cancelled"] == 0
+    code, out, err = claw_here("batch", "status", "--suite", "main", "--run-profile", "rp",
+                               "--evaluation-profile", "ev", "--output", "json", cwd=a.root)
+    assert code == 1 and json.loads(out)["pending"] == 4, out + err  # (exit 1: still pending, not cancelled)
