@@ -113,18 +113,7 @@ def test_batch_status_stops_at_a_re_creation_answered_402_and_says_so(
     """A build died between recording the judgements' batch and creating it; `claw batch status` creates it, and the
     provider answers a final 402. Before session 76's fix the command noted nothing: it said nothing of it, its batch
     stood for the 12 judgements still, and every `batch status` after asked again (with --wait: for ever)."""
-    from clawstore.providers.batch_api import BatchApi
-
-    _judged_once(ws, claw, standin, monkeypatch, judge_reply(7))
-    original = BatchApi.create
-
-    def dies(self: BatchApi, input_file_id: str, metadata: dict[str, str]) -> dict[str, object]:
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(BatchApi, "create", dies)
-    assert claw.build("--evaluation-profile", "ev", "--batch")[0] == 130
-    monkeypatch.setattr(BatchApi, "create", original)
-    [doc] = batch_doc.pending(Store(Path(os.environ["CLAW_STORE"])))
+    doc = _recorded_not_created(ws, claw, standin, monkeypatch)
     assert doc.batch_id is None and len(doc.covered) == 12
     standin.batch_settings(refuse_after=1)  # the file is there: its batch's creation is refused
     code, out, err = claw(*STATUS)
@@ -181,9 +170,24 @@ def test_a_re_creation_refused_with_no_key_set_stops_the_endpoint_under_one_name
     the provider answers a final 402. Before session 77 the refusal was filed under the key the batch's record keeps
     (none in use) while the judgements ask under the one declared ($OPENROUTER_API_KEY): the same endpoint was asked
     again (a second upload, a second 402) and the summary named it twice, once with a key that is not set."""
+    monkeypatch.delenv("OPENROUTER_API_KEY")
+    doc = _recorded_not_created(ws, claw, standin, monkeypatch)
+    assert doc.batch_id is None and doc.api_key_env is None  # (the key in use: none)
+    standin.batch_settings(refuse_after=1)  # the file is there: its batch's creation is refused, and all after it
+    code, report = build(claw, "--batch")
+    assert code == 1, report
+    stopped = report["stopped"] or ""
+    assert standin.batch_stats()["refused"] == 1, (standin.batch_stats(), stopped)  # nothing asked after the 402
+    assert stopped.count(standin.base_url) == 1 and "$OPENROUTER_API_KEY" not in stopped, stopped
+    assert "not sent 12 judgements" in stopped and judge_requests(standin) == 0, stopped
+
+
+def _recorded_not_created(ws: Workspace, claw: Claw, standin: StandIn, monkeypatch: pytest.MonkeyPatch
+                          ) -> batch_doc.BatchDoc:
+    """Runs judged once, then a `--batch` build of the judgements that dies (Ctrl-C) between recording their batch and
+    creating it: the batch's record, pending with no id."""
     from clawstore.providers.batch_api import BatchApi
 
-    monkeypatch.delenv("OPENROUTER_API_KEY")
     _judged_once(ws, claw, standin, monkeypatch, judge_reply(7))
     original = BatchApi.create
 
@@ -194,11 +198,4 @@ def test_a_re_creation_refused_with_no_key_set_stops_the_endpoint_under_one_name
     assert claw.build("--evaluation-profile", "ev", "--batch")[0] == 130
     monkeypatch.setattr(BatchApi, "create", original)
     [doc] = batch_doc.pending(Store(Path(os.environ["CLAW_STORE"])))
-    assert doc.batch_id is None and doc.api_key_env is None  # (the key in use: none)
-    standin.batch_settings(refuse_after=1)  # the file is there: its batch's creation is refused, and all after it
-    code, report = build(claw, "--batch")
-    assert code == 1, report
-    stopped = report["stopped"] or ""
-    assert standin.batch_stats()["refused"] == 1, (standin.batch_stats(), stopped)  # nothing asked after the 402
-    assert stopped.count(standin.base_url) == 1 and "$OPENROUTER_API_KEY" not in stopped, stopped
-    assert "not sent 12 judgements" in stopped and judge_requests(standin) == 0, stopped
+    return doc
