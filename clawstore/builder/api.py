@@ -88,7 +88,7 @@ class _RunPlanner:
 
     def plan(self, items: list[CampaignItem] | None) -> list[Node]:
         nodes = plan_runs(self.campaign, self.repetitions, self._endpoint_of, self._runner_identity_of, items,
-                          legacy_identity_of=self._legacy_identity_of)
+                          legacy_identity_of=self._legacy_identity_of, earlier_identity_of=self._earlier_identity_of)
         for node in nodes:
             node.endpoint = self.endpoints[node.address["model_id"]]
         return nodes
@@ -106,6 +106,11 @@ class _RunPlanner:
     def _legacy_identity_of(self, item: CampaignItem) -> dict[str, Any] | None:
         """An openclaw run's identity before its model's prices left it (asked after `_runner_identity_of`)."""
         return self.openclaw.legacy_identity(item) if item.runner_type == "openclaw" else None
+
+    def _earlier_identity_of(self, item: CampaignItem) -> dict[str, Any] | None:
+        """An openclaw run's identity before session 77, with its container CLI as written (asked after
+        `_runner_identity_of`)."""
+        return self.openclaw.earlier_identity(item) if item.runner_type == "openclaw" else None
 
 
 class _OpenClawPlanner:
@@ -157,6 +162,11 @@ class _OpenClawPlanner:
         from clawstore.runners.openclaw import openclaw_legacy_identity
 
         return openclaw_legacy_identity(self.specs[(item.model.model_id, item.case.case.case_id)])
+
+    def earlier_identity(self, item: CampaignItem) -> dict[str, Any] | None:
+        from clawstore.runners.openclaw import openclaw_earlier_identity
+
+        return openclaw_earlier_identity(self.specs[(item.model.model_id, item.case.case.case_id)])
 
 
 class StoreOpener(Protocol):

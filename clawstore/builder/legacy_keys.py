@@ -33,8 +33,8 @@ def record_under_key_now(store: Store, node: Node) -> None:
 def record_under_legacy_key(store: Store, node: Node, record: dict[str, Any]) -> None:
     """The record `node` was just executed into (under its key now), under its legacy key too, when it is a result
     (a failure there would only have an older claw retry what it retries anyway). Not under a node's earlier key
-    (`Node.earlier`: an llm_probe run's before session 74, a judgement's before 75): that would write every run and
-    judgement twice (docs/building.md, Keys)."""
+    (`Node.earlier`: an llm_probe run's before session 74, a judgement's before 75, an OpenClaw run's before 77): that
+    would write every run and judgement twice (docs/building.md, Keys)."""
     if node.legacy is not None and record.get("cacheable"):
         record_as(store, record, *node.legacy)
 

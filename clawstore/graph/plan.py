@@ -69,7 +69,9 @@ class Node:
     keyed_now: tuple[str, dict[str, Any], bytes | None] | None = None
     # The (key, document, its bytes) the node had before what changes nothing it sends left its key (graph/keys.py),
     # newest first: an llm_probe run's before its turns left it (session 75) and before `timeout_seconds` and `retries`
-    # did (session 74, its turns in it too); a judgement's before its judge's `timeout_seconds`, `retries` and
+    # did (session 74, its turns in it too); an OpenClaw run's before its container CLI as written left it, its
+    # engine's name in its place (session 77: beside its `legacy`, if any, which has the CLI as written too); a
+    # judgement's before its judge's `timeout_seconds`, `retries` and
     # `api_key_env`, and a rubric its prompt does not show, did (session 75; with the judge's `cost`, if any, left out
     # as since session 58: the judgement's key before 58 is its `legacy`), and before its judge's `type` and its
     # rubric's whitespace the prompt does not show did (session 76: every judgement has this one). Made when asked:
@@ -124,12 +126,15 @@ def run_address(item: CampaignItem, repetition: int) -> dict[str, Any]:
 
 def plan_runs(campaign: Campaign, repetitions: int, endpoint_of: ItemIdentity,
               runner_identity_of: ItemIdentity, items: Sequence[CampaignItem] | None = None,
-              legacy_identity_of: ItemIdentity | None = None) -> list[Node]:
+              legacy_identity_of: ItemIdentity | None = None,
+              earlier_identity_of: ItemIdentity | None = None) -> list[Node]:
     """Models (suite order) × cases (sorted) × repetitions (of `items`, default every item of the campaign). Pure
     apart from the callbacks: `endpoint_of(item) -> dict | None` and `runner_identity_of(item) -> dict | None`;
     `legacy_identity_of(item)`, asked after it: the runner identity its runs had before a price left it (Node.legacy),
-    None when the same. An llm_probe run setting `timeout_seconds` or `retries`, or with `turns`, gets the keys it had
-    before they left it (sessions 74, 75) as `Node.earlier`."""
+    None when the same; `earlier_identity_of(item)`, likewise: the one they had before what changes nothing they run
+    left it (an OpenClaw run's container CLI as written, before session 77), as `Node.earlier`. An llm_probe run
+    setting `timeout_seconds` or `retries`, or with `turns`, gets the keys it had before they left it (sessions 74,
+    75) as `Node.earlier`."""
     nodes: list[Node] = []
     attachment_docs: dict[str, dict[str, Any]] = {}
     for item in campaign.items if items is None else items:
@@ -139,6 +144,7 @@ def plan_runs(campaign: Campaign, repetitions: int, endpoint_of: ItemIdentity,
         endpoint = endpoint_of(item)
         identity = runner_identity_of(item)
         legacy = legacy_identity_of(item) if legacy_identity_of is not None else None
+        earlier_identity = earlier_identity_of(item) if earlier_identity_of is not None else None
         every_setting, unsent = harness_settings(item), unsent_input(item)
         for repetition in range(repetitions):
             document = run_document(item, repetition, endpoint=endpoint, attachments=attachment_docs[case_id],
@@ -150,6 +156,9 @@ def plan_runs(campaign: Campaign, repetitions: int, endpoint_of: ItemIdentity,
                                       runner_identity=legacy)
                 legacy_key, legacy_data = keyed_document(before)
                 node.legacy = (legacy_key, before, legacy_data)
+            if earlier_identity is not None:  # (beside a legacy key: a store built between the two has this one)
+                node.earlier = _earlier_identity(item, repetition, endpoint, attachment_docs[case_id],
+                                                 earlier_identity)
             elif every_setting or unsent:
                 node.earlier = _earlier_run(item, repetition, endpoint, attachment_docs[case_id], every_setting,
                                             unsent)
@@ -171,6 +180,19 @@ def _earlier_run(item: CampaignItem, repetition: int, endpoint: dict[str, Any] |
             key, data = keyed_document(document)
             made.append((key, document, data))
         return made
+
+    return earlier
+
+
+def _earlier_identity(item: CampaignItem, repetition: int, endpoint: dict[str, Any] | None,
+                      attachments: dict[str, dict[str, Any]],
+                      identity: dict[str, Any]) -> Callable[[], list[tuple[str, dict[str, Any], bytes]]]:
+    """The run's key, document and bytes with the runner identity it had before (`identity`), made when asked."""
+
+    def earlier() -> list[tuple[str, dict[str, Any], bytes]]:
+        document = run_document(item, repetition, endpoint=endpoint, attachments=attachments, runner_identity=identity)
+        key, data = keyed_document(document)
+        return [(key, document, data)]
 
     return earlier
 

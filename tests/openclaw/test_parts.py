@@ -186,6 +186,10 @@ def test_identity_covers_what_changes_a_run_and_not_the_timeout(make_spec):
                    {"provider_base_url": "http://127.0.0.1:1/v1"}):
         assert openclaw_identity(make_spec(**change)) != base, change
     assert "timeout" not in json.dumps(base)
+    # of the container CLI, its engine's name: not where it is installed (before session 77 the path as written)
+    named = openclaw_identity(make_spec(docker_cli="docker"))
+    assert named == openclaw_identity(make_spec(docker_cli="/x/../x/docker")) == openclaw_identity(
+        make_spec(docker_cli="/usr/bin/docker")) and named["docker_cli"] == "docker"
 
 
 # --- image digest -------------------------------------------------------------------------------

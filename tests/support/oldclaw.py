@@ -24,6 +24,9 @@ KEYED_WITH_JUDGE_SETTINGS = "17bf44a"
 # The last commit whose judgements' keys held the judge's `type` and a rubric's text as written, its whitespace the
 # judge's prompt does not show (main when session 76 began).
 KEYED_WITH_JUDGE_TYPE = "ac4767c"
+# Main when session 77's fix began: its OpenClaw runs' keys held the run profile's `openclaw.docker_cli` as written
+# (a path, `/usr/bin/docker`), not the engine's name.
+KEYED_WITH_CLI_AS_WRITTEN = "de99f13"
 
 
 def old_clawstore(into: Path, commit: str = KEYED_WITH_PRICES) -> Path:

@@ -5,6 +5,7 @@ Public API (see docs/openclaw.md):
     resolve_image_digest(image, docker_cli) -> str | None
     openclaw_identity(spec) -> dict
     openclaw_legacy_identity(spec) -> dict | None
+    openclaw_earlier_identity(spec) -> dict | None
     run_openclaw(spec, store, workdir) -> OpenClawOutcome
 """
 
@@ -13,6 +14,7 @@ from clawstore.runners.openclaw.runner import (
     RUNNER_TYPE,
     OpenClawOutcome,
     OpenClawSpec,
+    openclaw_earlier_identity,
     openclaw_identity,
     openclaw_legacy_identity,
     run_openclaw,
@@ -24,6 +26,7 @@ __all__ = [
     "OpenClawOutcome",
     "OpenClawSpec",
     "agent_workspace_tree",
+    "openclaw_earlier_identity",
     "openclaw_identity",
     "openclaw_legacy_identity",
     "resolve_image_digest",

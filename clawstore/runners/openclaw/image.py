@@ -51,10 +51,16 @@ def _via_cli(image: str, docker_cli: str) -> str | None:
     return _digest_of(first.get("RepoDigests"), first.get("Id"))
 
 
+def engine_name(docker_cli: str) -> str:
+    """The container engine a run profile's `docker_cli` names: its basename (`/usr/bin/docker` -> `docker`). A run's
+    key holds this, not where the CLI is installed (docs/openclaw.md); the CLI runs as written."""
+    return Path(docker_cli.strip()).name
+
+
 def resolve_image_digest(image: str, docker_cli: str = "docker") -> str | None:
     """`sha256:…` for `image` in the local engine, or None when it cannot be resolved (no engine,
     image not present). Never raises."""
-    if Path(docker_cli).name == "docker":
+    if engine_name(docker_cli) == "docker":
         try:
             digest = _via_sdk(image)
             if digest:

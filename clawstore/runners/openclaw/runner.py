@@ -31,6 +31,7 @@ from clawstore.runners.openclaw.container import (
     engine_secrets,
     secret_values,
 )
+from clawstore.runners.openclaw.image import engine_name
 from clawstore.runners.openclaw.orphans import owner_labels
 from clawstore.runners.openclaw.prompt import render_turns
 from clawstore.runners.openclaw.workspace import (
@@ -102,10 +103,12 @@ def _object_id(data: bytes) -> str:
     return oid_of(data)
 
 
-def openclaw_identity(spec: OpenClawSpec, priced: bool = False) -> dict[str, Any]:
+def openclaw_identity(spec: OpenClawSpec, priced: bool = False, cli_as_written: bool = False) -> dict[str, Any]:
     """What enters the run key for an openclaw run (never the timeout, never machine settings, never the model's
     prices: openclaw.json carries them for OpenClaw's own cost figure, which no request depends on and claw does not
-    read). `priced`: the identity as it was before the prices left it (openclaw_legacy_identity)."""
+    read; of the container CLI its engine's name, not where it is installed: `/usr/bin/docker` keys as `docker`).
+    `priced`: the identity as it was before the prices left it (openclaw_legacy_identity); `cli_as_written`: with the
+    CLI as the run profile writes it, as before session 77 (openclaw_earlier_identity)."""
     if not priced:
         spec = dataclasses.replace(spec, model_extras={k: v for k, v in spec.model_extras.items()
                                                        if k not in PRICE_NAMES})
@@ -116,7 +119,7 @@ def openclaw_identity(spec: OpenClawSpec, priced: bool = False) -> dict[str, Any
         "agent_config": _agent_dump(spec.agent),
         "image": spec.image,
         "image_digest": spec.image_digest,
-        "docker_cli": spec.docker_cli,
+        "docker_cli": spec.docker_cli if cli_as_written else engine_name(spec.docker_cli),
         "model_ref": oc_config.model_ref(spec.requested_model),
         "primary_params": oc_config.primary_params(spec.agent, spec.model_extras),
     }
@@ -131,9 +134,17 @@ def openclaw_identity(spec: OpenClawSpec, priced: bool = False) -> dict[str, Any
 
 def openclaw_legacy_identity(spec: OpenClawSpec) -> dict[str, Any] | None:
     """The identity of a run built before its model's prices left the key (a store built then keeps its runs:
-    graph/plan.py Node.legacy); None when it is the same (no price declared, or every price 0)."""
-    priced = openclaw_identity(spec, priced=True)
-    return priced if priced != openclaw_identity(spec) else None
+    graph/plan.py Node.legacy), the CLI as written as it was then; None when the prices change nothing (no price
+    declared, or every price 0)."""
+    priced = openclaw_identity(spec, priced=True, cli_as_written=True)
+    return priced if priced != openclaw_identity(spec, cli_as_written=True) else None
+
+
+def openclaw_earlier_identity(spec: OpenClawSpec) -> dict[str, Any] | None:
+    """The identity of a run built before session 77, whose key held the container CLI as written (a store built then
+    keeps its runs: graph/plan.py Node.earlier); None when it is the same (the CLI written as its engine's name)."""
+    before = openclaw_identity(spec, cli_as_written=True)
+    return before if before != openclaw_identity(spec) else None
 
 
 def session_id(case_id: str, run_id: str, agent_id: str) -> str:
