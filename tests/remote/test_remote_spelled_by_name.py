@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from clawstore.store.store import Store
 from clawstore.testing.standin import StandIn
 from tests.support.prepared import run_here
 from tests.support.workspace import standard
@@ -36,3 +37,52 @@ def test_a_push_by_name_then_by_url_is_one_remote(tmp_path: Path, provider: Stan
     assert third.code == 0 and "1 ref(s) moved" in third.stdout, third
     refs = run_here(ws.root, "refs")
     assert "remotes/url-" not in refs.stdout, refs.stdout
+
+
+def _push(ws_root: Path, name: str) -> None:
+    pushed = run_here(ws_root, "push", name, "--progress", "none")
+    assert pushed.code == 0 and "1 ref(s) moved" in pushed.stdout, (name, pushed)
+
+
+def test_two_saved_names_for_one_place_share_its_tracking_refs(tmp_path: Path, provider: StandIn,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """`team` and `backup` in claw.yaml for one directory: before session 77 each kept remotes/<name>/ of its own,
+    so pushing by each in turn stopped with "changed by another push" (exit 1)."""
+    monkeypatch.setenv("CLAW_STORE", str(tmp_path / "store"))
+    ws, share = standard(tmp_path / "ws"), str(tmp_path / "share")
+    assert run_here(ws.root, "remote", "add", "team", share).code == 0
+    added = run_here(ws.root, "remote", "add", "backup", "file://" + share)
+    assert added.code == 0 and "the same place as remote team" in added.stdout, added
+    assert run_here(ws.root, "build", *CAMPAIGN).code == 0
+    _push(ws.root, "team")
+    for step, name in enumerate(("backup", "team", "backup"), start=3):
+        ws.case("alpha", f"What is {step} + {step}?")  # a new head to push
+        assert run_here(ws.root, "build", *CAMPAIGN).code == 0
+        _push(ws.root, name)
+    assert "remotes/backup/" not in run_here(ws.root, "refs").stdout
+
+
+def test_tracking_refs_an_earlier_claw_kept_under_the_second_name_still_count(
+        tmp_path: Path, provider: StandIn, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store whose last push was by `backup` (its tracking ref under remotes/backup/, as claw before session 77 kept
+    it; remotes/team/ an older head): the next push by either name is no conflict."""
+    monkeypatch.setenv("CLAW_STORE", str(tmp_path / "store"))
+    ws, share = standard(tmp_path / "ws"), str(tmp_path / "share")
+    assert run_here(ws.root, "remote", "add", "team", share).code == 0
+    assert run_here(ws.root, "build", *CAMPAIGN).code == 0
+    _push(ws.root, "team")
+    older = Store(tmp_path / "store", create=False).list_refs("remotes/team/")
+    ws.case("alpha", "What is 3 + 3?")
+    assert run_here(ws.root, "build", *CAMPAIGN).code == 0
+    _push(ws.root, "team")
+    store = Store(tmp_path / "store", create=False)
+    for name, value in store.list_refs("remotes/team/").items():  # the last push as an earlier claw by backup kept it
+        store.set_ref("remotes/backup/" + name.removeprefix("remotes/team/"), value)
+        store.set_ref(name, older[name])
+    cache = store.layout.remotes  # (and the value its last swap set out to put, noted in that name's cache)
+    (cache / "backup").mkdir()
+    (cache / "team" / "swapping").rename(cache / "backup" / "swapping")
+    (ws.root / "claw.yaml").write_text(f"remotes:\n  team: {{url: {share}}}\n  backup: {{url: {share}}}\n")
+    ws.case("alpha", "What is 4 + 4?")
+    assert run_here(ws.root, "build", *CAMPAIGN).code == 0
+    _push(ws.root, "backup")
