@@ -179,9 +179,12 @@ def _names_of(saved: dict[str, Remote], url: str, endpoint_url: str | None) -> l
 
 
 def _tracked(saved: dict[str, Remote], remote: Remote) -> Remote:
-    """`remote` with the other names its place had tracking refs under (Remote.also)."""
+    """`remote` with the other names its place had tracking refs under (Remote.also), spelled as its tracking name
+    is saved (`/x`, not `file:///x`): the notes in its cache folder (a push's `swapping`, `covered`) name the place by
+    its URL, and a note one spelling wrote the other ignored."""
     names = [*_names_of(saved, remote.url, remote.endpoint_url), _tracking_name(remote.url)]
-    return Remote(remote.name, remote.url, remote.endpoint_url, tuple(n for n in names if n != remote.name))
+    url = saved[remote.name].url if remote.name in saved else remote.url
+    return Remote(remote.name, url, remote.endpoint_url, tuple(n for n in names if n != remote.name))
 
 
 def same_place(workspace: Path, name: str) -> str | None:

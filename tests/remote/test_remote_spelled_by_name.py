@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from clawstore.remote.config import resolve_remote
+from clawstore.remote.sync import where
 from clawstore.store.store import Store
 from clawstore.testing.standin import StandIn
 from tests.support.prepared import run_here
@@ -86,3 +88,13 @@ def test_tracking_refs_an_earlier_claw_kept_under_the_second_name_still_count(
     ws.case("alpha", "What is 4 + 4?")
     assert run_here(ws.root, "build", *CAMPAIGN).code == 0
     _push(ws.root, "backup")
+
+
+def test_every_name_and_spelling_of_a_place_is_one_remote_to_its_cache_notes(tmp_path: Path) -> None:
+    """The notes in a remote's cache folder (a push's `swapping`: the value its swap set out to put, which spares the
+    next push a false conflict after a kill) name the place by its URL: `team` saved as /x and `backup` as file:///x
+    (or /x given to push) must resolve to one name and one URL, or a note one wrote the other ignored."""
+    share = tmp_path / "share"
+    (tmp_path / "claw.yaml").write_text(f"remotes:\n  team: {{url: {share}}}\n  backup: {{url: 'file://{share}'}}\n")
+    found = {spelled: resolve_remote(tmp_path, spelled) for spelled in ("team", "backup", f"file://{share}")}
+    assert {(remote.name, where(remote)) for remote in found.values()} == {("team", f"url {share} -")}, found
