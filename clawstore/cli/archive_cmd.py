@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from clawstore.cli.build_view import note
 from clawstore.cli.common import campaign_options, campaign_project, size_text, store_option, store_project
 from clawstore.cli.summaries import SummaryGroup
+
+if TYPE_CHECKING:
+    from clawstore.store.services.archive_import import ImportReport
 
 
 @click.group("archive", cls=SummaryGroup)
@@ -117,8 +121,7 @@ def import_command(file: Path, configs_to: Path | None, pins: tuple[str, ...], u
                    f"a key you do not trust: its results are kept apart ({report.kept_apart}) and no build "
                    "reuses them until you trust it", err=True)
     click.echo(f"imported {file} into {store.root}: {report.new_objects} new objects ({size_text(report.new_bytes)}), "
-               f"{report.present_objects} already present; {report.actions_written} action-cache entries "
-               f"written, {report.actions_kept} kept")
+               f"{report.present_objects} already present; " + _entries_said(report))
     for name in report.refs_set:
         click.echo(f"ref {name} -> {head if name.startswith(PIN_PREFIX) else manifest.refs.get(name)}")
     for name, current in report.refs_kept.items():
@@ -130,6 +133,14 @@ def import_command(file: Path, configs_to: Path | None, pins: tuple[str, ...], u
     if configs_to is not None and imported.configs is not None:  # (written under the import's lease)
         click.echo(f"configs written to {configs_to / 'configs'}")
     click.echo(f"digest {report.summary.digest}")
+
+
+def _entries_said(report: ImportReport) -> str:
+    """What became of the archive's action-cache entries: kept apart, none written (an untrusted import's summary
+    said '0 written, 0 kept', as if the archive held none: session 77), or written and kept."""
+    if report.kept_apart is not None:
+        return f"{report.actions_kept_apart} action-cache entries kept apart in {report.kept_apart}"
+    return f"{report.actions_written} action-cache entries written, {report.actions_kept} kept"
 
 
 def register(group: click.Group) -> None:

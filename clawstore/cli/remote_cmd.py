@@ -21,12 +21,16 @@ def remote_group() -> None:
 @ENDPOINT
 def remote_add(name: str, url: str, endpoint_url: str | None) -> None:
     """Save URL (s3://BUCKET/PREFIX, file:///PATH or a directory) as remote NAME."""
-    from clawstore.remote.config import Remote, save_remote
+    from clawstore.remote.config import Remote, same_place, save_remote
 
     saved, replaced = save_remote(workspace(), Remote(name, url, endpoint_url), name)
     # (a name claw.yaml had: moved, as docs/remote.md's move to a fresh prefix does; said, since a name meant to be
     # new sends every later push elsewhere)
     click.echo(f"remote {name} = {saved}" + (f" (was {one_line(shown_url(replaced))})" if replaced else ""))
+    first = same_place(workspace(), name)
+    if first is not None:  # (an alias: one place, one set of tracking refs, whichever name a push or pull is given)
+        click.echo(f"the same place as remote {first}: {name} is another name for it (its tracking refs are "
+                   f"remotes/{first}/…)")
 
 
 @remote_group.command("list")

@@ -29,9 +29,12 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 @dataclass(frozen=True)
 class Remote:
-    name: str
+    name: str  # its tracking refs' (remotes/<name>/): the first name claw.yaml gives its place
     url: str
     endpoint_url: str | None = None
+    # other names this place was tracked under by claw before session 77 (a second saved name, a URL spelled out):
+    # a value found in their tracking refs is one this store saw there too
+    also: tuple[str, ...] = ()
 
 
 def _check_utf8(value: str, where: str) -> None:
@@ -149,26 +152,47 @@ def resolve_remote(workspace: Path, name_or_url: str, endpoint_url: str | None =
         check_endpoint(endpoint_url, "--endpoint-url")
     saved = load_remotes(workspace)
     if name_or_url in saved:
-        remote = Remote(name_or_url, saved[name_or_url].url, endpoint_url or saved[name_or_url].endpoint_url)
+        url, endpoint_url = saved[name_or_url].url, endpoint_url or saved[name_or_url].endpoint_url
+        remote = _tracked(saved, Remote(_saved_name(saved, url, endpoint_url) or name_or_url, url, endpoint_url))
     elif "://" not in name_or_url and "/" not in name_or_url and not Path(name_or_url).exists():
         names = ", ".join(sorted(saved)) or "none saved"
         raise UsageError(f"no remote named {name_or_url!r} ({names}; add one with claw remote add NAME URL)")
     else:
         url = normal_url(_check_url(name_or_url, "remote"))
-        remote = Remote(_saved_name(saved, url, endpoint_url) or _tracking_name(url), url, endpoint_url)
+        remote = _tracked(saved, Remote(_saved_name(saved, url, endpoint_url) or _tracking_name(url), url,
+                                        endpoint_url))
     check_location(remote.url, remote.endpoint_url, must_exist)
     return remote
 
 
 def _saved_name(saved: dict[str, Remote], url: str, endpoint_url: str | None) -> str | None:
-    """The name claw.yaml gives the place a URL or directory spelled out names (a bucket's prefix at the same
-    endpoint), so that both spellings share one tracking ref: apart, the push by one spelling found the head the
+    """The first name claw.yaml gives the place a URL or directory names (a bucket's prefix at the same endpoint),
+    so that every spelling and every name of it shares one tracking ref: apart, the push by one found the head the
     other had set unknown and stopped with "changed by another push" (session 77)."""
+    return next(iter(_names_of(saved, url, endpoint_url)), None)
+
+
+def _names_of(saved: dict[str, Remote], url: str, endpoint_url: str | None) -> list[str]:
     place = _place(url)
-    for name, remote in saved.items():
-        if _place(remote.url) == place and ("://" not in place or remote.endpoint_url == endpoint_url):
-            return name
-    return None
+    return [name for name, remote in saved.items()
+            if _place(remote.url) == place and ("://" not in place or remote.endpoint_url == endpoint_url)]
+
+
+def _tracked(saved: dict[str, Remote], remote: Remote) -> Remote:
+    """`remote` with the other names its place had tracking refs under (Remote.also), spelled as its tracking name
+    is saved (`/x`, not `file:///x`): the notes in its cache folder (a push's `swapping`, `covered`) name the place by
+    its URL, and a note one spelling wrote the other ignored."""
+    names = [*_names_of(saved, remote.url, remote.endpoint_url), _tracking_name(remote.url)]
+    url = saved[remote.name].url if remote.name in saved else remote.url
+    return Remote(remote.name, url, remote.endpoint_url, tuple(n for n in names if n != remote.name))
+
+
+def same_place(workspace: Path, name: str) -> str | None:
+    """The saved name before `name` that claw.yaml gives the same place (`remote add` says it: both share its
+    tracking refs), or None."""
+    saved = load_remotes(workspace)
+    first = _saved_name(saved, saved[name].url, saved[name].endpoint_url) if name in saved else None
+    return first if first != name else None
 
 
 def _place(url: str) -> str:

@@ -35,6 +35,7 @@ from clawstore.remote.sync import (
     read_listings,
     remote_files,
     remote_packs,
+    seen_there,
     size_differs,
     swapping,
     tracking_ref,
@@ -750,15 +751,15 @@ def _pull_ref(store: Transfer, remote: Remote, name: str, value: str, report: Sy
                                       "lists (a listing lost or removed, or an interrupted push?): kept this store's "
                                       "head")
             return
-    seen = store.get_ref(tracking_ref(remote, name))
+    seen = seen_there(store, remote, name)
     if local == value:
         pass
-    elif local is None and value == seen and name.startswith("batches/"):
+    elif local is None and value in seen and name.startswith("batches/"):
         # This store let that batch go (collected, or released) since it last saw it there: a push never deletes a
         # remote's ref, so bringing it back made every later pull say it moved a ref (session 77). A campaign head
         # deleted here still comes back (docs/gc-and-archives.md: deleting is local).
         pass
-    elif local is None or local == seen:
+    elif local is None or local in seen:
         try:
             store.set_ref(name, value, expected=local)
             report.refs_moved.append(name)
@@ -766,7 +767,7 @@ def _pull_ref(store: Transfer, remote: Remote, name: str, value: str, report: Sy
             if exc.actual != value:
                 report.refs_kept[name] = ("changed here during this pull (a build?): kept this store's head; the "
                                           "remote's results are here now, so `claw build` reuses them, then push")
-    elif value == seen or value == swapping(store, remote).get(name):
+    elif value in seen or value == swapping(store, remote).get(name):
         # Nobody else moved it: the remote holds what this store last saw there, or what its own last push set out to
         # put (a push killed, or failed, after the server applied its swap: no tracking ref written). This store's
         # head is the newer one (before session 76: "both sides changed it").

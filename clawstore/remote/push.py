@@ -44,6 +44,7 @@ from clawstore.remote.sync import (
     listing_name,
     remember_table,
     remote_content,
+    seen_there,
     swapping,
     tracking_ref,
     where,
@@ -490,8 +491,8 @@ def _ref_moves(store: Transfer, backend: Backend, remote: Remote, refs: dict[str
                                "from the remote, then push again")
         # (a value this store's own swap put there, its end unknown to it, is not another push's: the push was killed,
         # or its answer never came, after the server applied it)
-        if move.current is not None and move.current.value not in (move.value, noted.get(move.name),
-                                                                    store.get_ref(tracking_ref(remote, move.name))):
+        if move.current is not None and move.current.value not in {move.value, noted.get(move.name),
+                                                                    *seen_there(store, remote, move.name)}:
             raise RemoteRefConflict(REFS + move.name)
     return moves
 

@@ -267,3 +267,10 @@ def hex_digests(hexes: str) -> list[bytes]:
 
 def tracking_ref(remote: Remote, name: str) -> str:
     return f"{TRACKING}{remote.name}/{name}"
+
+
+def seen_there(store: Transfer, remote: Remote, name: str) -> set[str]:
+    """The values of ref `name` this store saw on the remote's place: its tracking ref, and those claw before
+    session 77 kept for the same place under another name (Remote.also: a second saved name, a URL spelled out)."""
+    values = (store.get_ref(f"{TRACKING}{other}/{name}") for other in (remote.name, *remote.also))
+    return {value for value in values if value is not None}

@@ -40,15 +40,46 @@ def live_builds(store: StoreReader) -> set[str]:
             if lease.alive and lease.purpose.startswith("build ")}
 
 
-def unadopted_records(store: StoreReader) -> Iterator[tuple[str, str]]:
+class JournalsRead:
+    """The killed builds' journals one gc has read (`unadopted_records`), each by its file, size and mtime, with how
+    many records it named; `skipped`: the records of those the last call skipped, read already and unchanged (gc
+    counts them among its roots still)."""
+
+    def __init__(self) -> None:
+        self.records: dict[tuple[object, ...], int] = {}
+        self.skipped = 0
+
+
+def unadopted_records(store: StoreReader, read: JournalsRead | None = None) -> Iterator[tuple[str, str]]:
     """(build id, record id) of every node a killed build recorded: its journal beside a log still `running` (or none
     readable yet), no live lease, no `told_by` (a build of its campaign that found it killed at its start has ended
     since, its head naming what it reused). gc's roots until then: before session 76 a gc after the grace period
     deleted them, and the next build paid for them again (tests/faults/test_killed_gc.py). A journal that cannot be
-    read is a StoreError: gc cannot know what it keeps."""
+    read is a StoreError: gc cannot know what it keeps. `read` (one gc's, across its two marks): the journals read
+    already, skipped while they are the same file of the same size and mtime (their records are marked), noted as
+    they are read (before session 77 gc's second mark, for builds killed meanwhile, read every journal again)."""
+    if read is not None:
+        read.skipped = 0
     for journal, _ in untold_killed(store):
         build_id = journal.stem
-        yield from ((build_id, record) for record in _journal_records(journal))
+        if read is None:
+            yield from ((build_id, record) for record in _journal_records(journal))
+            continue
+        try:
+            found = journal.stat()
+        except FileNotFoundError:
+            continue  # (gone since it was listed: removed with its build's log, as _journal_lines skips it)
+        except OSError as exc:
+            raise StoreError(f"{journal}: unreadable build log journal ({exc.strerror or exc})") from None
+        seen = (journal.name, found.st_ino, found.st_size, found.st_mtime_ns)
+        if seen in read.records:
+            read.skipped += read.records[seen]
+            continue
+        count = 0
+        for record in _journal_records(journal):
+            count += 1
+            yield build_id, record
+        read.records[seen] = count
 
 
 # Seconds either side of a killed build's last log write within which gc keeps the entries it may have written

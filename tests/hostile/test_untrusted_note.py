@@ -64,3 +64,25 @@ def test_a_node_whose_own_record_is_a_failure_is_counted_the_build_pays_for_it_a
     built = bob.claw("build", *RUNS, "--case", "alpha", "--progress", "plain", cwd=theirs.root)
     assert len(standin.requests) - before == 2  # paid again
     assert built.stderr.startswith("claw: note: 2 nodes "), built.stderr
+
+
+def test_an_untrusted_import_says_in_its_summary_how_many_entries_it_kept_apart(
+        alice: User, bob: User, tmp_path: Path) -> None:
+    """The summary said '0 action-cache entries written, 0 kept' while every entry was kept apart (session 77)."""
+    mine = standard(tmp_path / "alice")
+    alice.here("build", *RUNS, "--case", "alpha", cwd=mine.root)
+    archive = tmp_path / "alice.claw"
+    alice.here("archive", "export", *RUNS, "-o", str(archive), cwd=mine.root)
+
+    theirs = standard(tmp_path / "bob")
+    done = bob.claw("archive", "import", str(archive), "--untrusted", cwd=theirs.root)
+    assert done.returncode == 0, done.stderr
+    [summary] = [line for line in done.stdout.splitlines() if line.startswith("imported ")]
+    assert "2 action-cache entries kept apart in untrusted/" in summary, summary
+    assert "written" not in summary, summary  # (none is: saying '0 written, 0 kept' read as nothing in the archive)
+
+    trusted = standard(tmp_path / "carol")  # a trusted import's summary is as before
+    bob.here("trust", "add", alice.key(tmp_path), cwd=trusted.root)
+    [summary] = [line for line in bob.here("archive", "import", str(archive), cwd=trusted.root).splitlines()
+                 if line.startswith("imported ")]
+    assert summary.endswith("; 2 action-cache entries written, 0 kept"), summary

@@ -60,6 +60,7 @@ class ImportReport:
     refs_kept: dict[str, str] = field(default_factory=dict)  # name -> the store's other target
     signer: str | None = None  # the key whose signature verified (None: unsigned)
     kept_apart: str | None = None  # with untrusted=True and an untrusted signer: the ref holding it apart
+    actions_kept_apart: int = 0  # the entries held apart under `kept_apart` (none written then)
     kept_by: str | None = None  # ref `imports/archive-<id>`: keeps what it carries beyond its head (project/keeping.py)
 
 
@@ -244,8 +245,9 @@ def import_archive(store: Store, path: Path, pins: Iterable[str] = (), check: Co
             write_actions(store, summary.manifest.actions, report)
             write_refs(store, refs, report)
         else:
-            report.kept_apart = store.keep_apart(report.signer, dict(summary.manifest.actions.items()), refs,
-                                                 report.summary.digest)
+            actions = dict(summary.manifest.actions.items())
+            report.kept_apart = store.keep_apart(report.signer, actions, refs, report.summary.digest)
+            report.actions_kept_apart = len(actions)
         if then is not None:
             then(store, report)
     return report

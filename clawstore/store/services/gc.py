@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, TypeVar
 from clawstore.errors import CorruptObjectError, StoreError, UsageError
 from clawstore.host import heap
 from clawstore.host.durable import fsync_path
-from clawstore.store.buildlogs import unadopted_records, unadopted_windows
+from clawstore.store.buildlogs import JournalsRead, unadopted_records, unadopted_windows
 from clawstore.store.core import codec
 from clawstore.store.core.ids import PREFIX, is_oid
 from clawstore.store.core.index import (
@@ -211,7 +211,8 @@ def collect(store: Store, grace_s: float = DEFAULT_GRACE_S, dry_run: bool = Fals
         copies = (copies_a_dry_run_counts(store.root, locks, packs, GC_LOCK) if dry_run
                   else listed_copies(locks, packs))
         reach = Reach(store, cached=True)  # packs fsck verified are walked from their edges files
-        report.roots = _mark_roots(store, reach)
+        journals_read = JournalsRead()  # (a killed build's journal read once, unless it changes)
+        report.roots = _mark_roots(store, reach, journals_read)
         sweep_lock = contextlib.nullcontext() if dry_run else store.exclusive(SWEEP_LOCK)
         index_held = contextlib.nullcontext() if dry_run else index_lock(store.layout.locks)
         with sweep_lock, index_held:
@@ -222,7 +223,7 @@ def collect(store: Store, grace_s: float = DEFAULT_GRACE_S, dry_run: bool = Fals
             policy = _policy(start, grace_s, live, copies, tuple(unadopted_windows(store)))
             store.runtime.index.reload()
             # refs set while we marked, exports that began meanwhile, builds killed meanwhile (alive at the first look)
-            report.roots = _mark_roots(store, reach)
+            report.roots = _mark_roots(store, reach, journals_read)
             # First as a dry run's (the kept objects counted, not held): a gc with nothing to delete or rewrite then
             # never holds the kept ones (~130 bytes an object); one with work plans again, holding them (the index is
             # locked: the same view).
@@ -289,18 +290,19 @@ def _roots(store: Store) -> dict[str, str]:
     return roots
 
 
-def _mark_roots(store: Store, reach: Reach) -> int:
+def _mark_roots(store: Store, reach: Reach, journals_read: JournalsRead) -> int:
     """Mark what every root reaches: the refs, the running exports' and reads' heads (`_roots`), and the records of
     killed builds no later build has adopted (store/buildlogs.py unadopted_records: streamed, not held, as many as a
-    killed build finished). How many roots there were."""
+    killed build finished; a journal this gc read unchanged already is not read again: `journals_read`). How many
+    roots there were (the skipped journals' records not counted again)."""
     roots = _roots(store)
     reach.mark(roots.values())
     marked = len(roots)
-    found = (record for _, record in unadopted_records(store) if is_oid(record))
+    found = (record for _, record in unadopted_records(store, journals_read) if is_oid(record))
     while chunk := list(islice(found, UNADOPTED_AT_ONCE)):  # (a slice at a time: mark's stack holds its roots)
         reach.mark(chunk)
         marked += len(chunk)
-    return marked
+    return marked + journals_read.skipped
 
 
 UNADOPTED_AT_ONCE = 8192  # killed builds' records marked at a time (~1 MB of mark's stack)
