@@ -217,23 +217,30 @@ def test_a_filtered_build_remote_carries_what_the_campaigns_killed_build_finishe
     assert paid_there[KILLED_RUN] == 0, paid_there
 
 
-@pytest.mark.parametrize("narrowed", [(), CAMPAIGN], ids=["whole-push", "campaign-push"])
+@pytest.mark.parametrize(("narrowed", "pulled"), [((), CAMPAIGN), (CAMPAIGN, CAMPAIGN), ((), ("--pin", "frozen"))],
+                         ids=["whole-push", "campaign-push", "pin-pull"])
 def test_a_pull_narrowed_to_the_campaign_takes_what_its_killed_build_finished_and_no_other_campaigns(
         ws: Workspace, claw: Claw, standin: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        narrowed: tuple[str, ...]) -> None:
+        narrowed: tuple[str, ...], pulled: tuple[str, ...]) -> None:
     """A pull narrowed to the campaign (`claw pull REMOTE --suite/--run-profile/--evaluation-profile`) fetched its
     head's closure alone: what its killed build finished, which the push sent marked, stayed on the remote, and the
     colleague's build paid for m1's run of gamma again (1 request). The marked listings name their campaigns
     (`"campaigns"`): the narrowed pull takes those of its campaign, their records and what they reach, and keeps them
-    as a whole pull does; another campaign's killed build's results, marked beside them by a whole push, stay there."""
+    as a whole pull does; another campaign's killed build's results, marked beside them by a whole push, stay there.
+    A pull narrowed to a pin of the campaign's head (`--pin`) takes the same."""
     remote = tmp_path / "team"
     other: list[str] = []
-    _pushed(ws, claw, standin, remote, *narrowed, before_push=lambda: other.append(_other_killed(ws, standin)))
+
+    def before_push() -> None:
+        _ok(claw, "pin", "frozen", *CAMPAIGN)
+        other.append(_other_killed(ws, standin))
+
+    _pushed(ws, claw, standin, remote, *narrowed, before_push=before_push)
     place = tmp_path / "colleague"
     shutil.copytree(ws.configs, place / "configs")
     monkeypatch.chdir(place)
     monkeypatch.setenv("CLAW_STORE", str(place / "store"))
-    said = _ok(claw, "pull", str(remote), *CAMPAIGN)
+    said = _ok(claw, "pull", str(remote), *pulled)
     assert _written_by(place / "store", other[0]) == []
     [kept] = _kept_by(claw)
     assert f"kept from gc by ref {kept}" in said, said
