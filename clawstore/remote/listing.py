@@ -6,6 +6,7 @@ decoded into one typed document (`decode`: `Listing`)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
@@ -54,6 +55,16 @@ class Listing:
         return self.signed.get(UNADOPTED) is True and self.format == FORMAT
 
     @property
+    def campaigns(self) -> frozenset[str]:
+        """The campaigns whose killed builds finished a marked listing's entries (`encode`): a pull narrowed to one of
+        them takes the listing; empty (no field, or not a list of names: a listing marked before the field) for whole
+        pulls only."""
+        names = self.signed.get(CAMPAIGNS) if self.unadopted else None
+        if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+            return frozenset()
+        return frozenset(names)
+
+    @property
     def document_ids(self) -> list[str]:
         """The id of the entries document the pack also holds ([] for most listings)."""
         return [] if self.document is None else [self.document]
@@ -73,14 +84,16 @@ def entries(actions: dict[bytes, bytes]) -> bytes:
 
 
 UNADOPTED = "unadopted"  # a listing's field: its entries are what the pusher's killed builds finished (remote/push.py)
+CAMPAIGNS = "campaigns"  # a marked listing's field: the campaigns of those killed builds (a narrowed pull's choice)
 
 
 def encode(pack: str, size: int, table: bytes, count: int, pairs: bytes, document: str | None,
-           unadopted: bool = False) -> bytes:
+           unadopted: bool = False, campaigns: Collection[str] = ()) -> bytes:
     """The signed listing of a pack (its BLAKE3 hex name and size) whose `table` (face.pack_table) names `count`
     objects besides its entries `document`, carrying the entries `pairs` (made by `entries`). `unadopted`: marked as
     what the pusher's killed builds finished and no build adopted yet (`"unadopted": true`: a field a claw before
-    session 77 does not read, taking the entries as any listing's)."""
+    session 77 does not read, taking the entries as any listing's); `campaigns`: of those killed builds (`"campaigns":
+    [...]`, sorted; none: no field), so that a pull narrowed to one of them takes the listing too."""
     from clawstore.trust import signature
 
     fields: dict[str, Any] = {"format": FORMAT, "pack": pack, "size": size, "objects": count,
@@ -90,6 +103,8 @@ def encode(pack: str, size: int, table: bytes, count: int, pairs: bytes, documen
         fields["document"] = document
     if unadopted:
         fields[UNADOPTED] = True
+        if campaigns:
+            fields[CAMPAIGNS] = sorted(campaigns)
     return signature.signed_json(fields) + b"\n" + pairs
 
 

@@ -24,11 +24,11 @@ if TYPE_CHECKING:
     from clawstore.store.store import Store
 
 # What the killed builds of the campaigns a push sends finished (store/buildlogs.py pushed_unadopted: its refs' names,
-# None for the whole store), which it marks; handed in by the front (the remote reads no build log itself).
-Unadopted = Callable[["Store", Collection[str] | None], Mapping[bytes, bytes]]
+# None for the whole store), which it marks, by campaign; handed in by the front (the remote reads no build log itself).
+Unadopted = Callable[["Store", Collection[str] | None], Mapping[str | None, Mapping[bytes, bytes]]]
 
 
-def _nothing_unadopted(store: Store, names: Collection[str] | None) -> Mapping[bytes, bytes]:
+def _nothing_unadopted(store: Store, names: Collection[str] | None) -> Mapping[str | None, Mapping[bytes, bytes]]:
     return {}
 
 def pull_before(store: Store, remote: Remote, head_ref: str, unbuilt_keys: Callable[[], set[str]],

@@ -13,7 +13,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from clawstore.errors import UsageError
+from clawstore.errors import StoreError, UsageError
 from clawstore.host.scratch import writer_scratch_dir
 from clawstore.remote import listing, refsign
 from clawstore.remote.backends import ONE_GET_MAX, Backend, open_backend
@@ -569,7 +569,7 @@ def pull(store: Transfer, remote: Remote, ref_names: Iterable[str] | None = None
         else:
             state = _Pull(store, remote, backend, untrusted, report, progress)
             _fetch_closure(state, remote_refs.values())
-            settled = state.received
+            settled = state.received | _fetch_unadopted(state, _campaigns_of(store, remote_refs))
         state.add_entries(settled)
         walk = _keep_arrived_heads(state, remote_refs.values(), present, kept) or unlisted_packs(state.files)
         if report.kept_apart:
@@ -587,7 +587,7 @@ KeepPulled = Callable[[Transfer, dict[str, str]], "str | None"]  # (store, marke
 
 def _keep_unadopted(store: Transfer, state: _Pull, settled: set[str], keep: KeepPulled) -> str | None:
     """Keep from gc what the settled listings a push marked `unadopted` (its store's killed builds' results: push.py
-    `_unadopted_pack`) name, by `keep` (store/pulled.py: what no head here names, by a ref `imports/pull-<id>`), under
+    `_unadopted_packs`) name, by `keep` (store/pulled.py: what no head here names, by a ref `imports/pull-<id>`), under
     the pull's lease; the ref, None when nothing is kept. Only the entries this store holds as marked (verified as they
     came, by this pull or an earlier one): a listing of a signer not trusted, or an entry this store's own record won,
     keeps nothing. Before session 77 nothing kept them here: a `claw gc` past its grace period before the build deleted
@@ -700,6 +700,45 @@ def _fetch_closure(state: _Pull, roots: Iterable[str]) -> None:
         state.fetch(todo)
         for pack in todo:
             del listed[pack]
+
+
+CAMPAIGNS = "campaigns/"  # (a campaign head's ref: its name after it is the campaign's)
+
+
+def _campaigns_of(store: Transfer, refs: dict[str, str]) -> set[str]:
+    """The campaigns a narrowed pull's refs are of: a campaign head's name, a pin's head's log (here once its closure
+    came; one not here, or unreadable, names none)."""
+    campaigns = set()
+    for name, head in refs.items():
+        if name.startswith(CAMPAIGNS):
+            campaigns.add(name[len(CAMPAIGNS):])
+            continue
+        try:
+            doc = store.get_json(head) if store.has(head) else None
+        except (StoreError, ValueError):
+            continue
+        campaign = doc.get("campaign") if isinstance(doc, dict) else None
+        value = campaign.get("id") if isinstance(campaign, dict) else None
+        if isinstance(value, str):
+            campaigns.add(value)
+    return campaigns
+
+
+def _fetch_unadopted(state: _Pull, campaigns: set[str]) -> set[str]:
+    """A narrowed pull also fetches the listings a push marked as what killed builds of its `campaigns` finished
+    (`"campaigns"`: push.py `_unadopted_packs`), trusted ones (or all, `untrusted`: kept apart), with the records and
+    input documents of their entries and what those reach, which no head names; those listings, to settle (their
+    entries added, then kept from gc by `_keep_unadopted`). Before session 77 it fetched the heads' closures alone, and
+    the colleague's build paid again for what the campaign's killed build finished (tests/gc/test_pull_beyond_head.py).
+    A marked listing naming no campaign (pushed before the field) is for whole pulls only."""
+    marked = sorted(pack for pack, doc in state.listings.items()
+                    if doc.campaigns & campaigns and (state.untrusted or state.trusted(pack)))
+    if not marked:
+        return set()
+    reached = {oid for pack in marked for entry in state.listings[pack].actions.items() for oid in entry}
+    _fetch_closure(state, sorted(reached))
+    state.fetch([pack for pack in marked if state.lacking(pack)])
+    return set(marked)
 
 
 def _remote_refs(backend: Backend, wanted: set[str] | None, required: bool = True,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -116,7 +116,8 @@ class _Outgoing:
     document: str | None = None  # the pack's one other object: its entries' digest (never adopted)
     own: str | None = None  # the store's pack sent as it is: its id
     named: _Named | None = None  # its name and listing, once made (`_named`)
-    unadopted: bool = False  # its entries are what killed builds finished (`_unadopted_pack`)
+    unadopted: bool = False  # its entries are what killed builds finished (`_unadopted_packs`)
+    campaigns: tuple[str, ...] = ()  # of those builds (none: what no killed build of a campaign wrote)
 
 
 @dataclass(frozen=True)
@@ -136,7 +137,8 @@ def _named(item: _Outgoing, work: Path) -> _Named:
     table = pack_table(item.path)
     count = len(item.objects) - (item.document is not None and bytes.fromhex(item.document) in set(item.objects))
     size = item.path.stat().st_size
-    signed.write_bytes(listing.encode(name, size, table, count, item.entries, item.document, item.unadopted))
+    signed.write_bytes(listing.encode(name, size, table, count, item.entries, item.document, item.unadopted,
+                                      item.campaigns))
     return _Named(name, size, table, signed)
 
 
@@ -172,33 +174,39 @@ def _whole_packs(store: Transfer, remote_has: set[bytes], work: Path, covered: d
         yield _Outgoing(link, ids, own=pack.pack_id)
 
 
-def _entries_document(entries: bytes, unadopted: bool = False) -> bytes:
+def _entries_document(entries: bytes, unadopted: bool = False, campaigns: Collection[str] = ()) -> bytes:
     """The one object of a pack whose listing carries entries (`listing.entries`) alone: names those
     entries by their digest, so that each set of entries makes a pack (and so a listing name) of its own; `unadopted`
-    (`_unadopted_pack`) makes another pack than the same entries unmarked."""
+    (`_unadopted_packs`) and its `campaigns` make another pack than the same entries unmarked, or marked for others."""
     return canonical_json({"kind": "remote-entries", "entries": blake3.blake3(entries).hexdigest(),
-                           **({listing.UNADOPTED: True} if unadopted else {})})
+                           **({listing.UNADOPTED: True} if unadopted else {}),
+                           **({listing.CAMPAIGNS: sorted(campaigns)} if campaigns else {})})
 
 
-def _unadopted_pack(unadopted: Mapping[bytes, bytes], store: Transfer, listings: dict[str, listing.Listing],
-                    work: Path) -> _Outgoing | None:
-    """The pack whose listing marks `unadopted`, the entries of what this store's killed builds finished and no build
-    adopted yet (store/buildlogs.py unadopted_entries: what its gc keeps by their journals), so that a pulling store
-    keeps those records from gc too (pull.py `_keep_unadopted`); None when there are none, or the remote's marked
-    listings hold each already. Before session 77 they travelled unmarked, and a `claw gc` past its grace period in the
-    pulling store before its build deleted them: the build paid for them again (tests/gc/test_pull_beyond_head.py)."""
-    if not unadopted:
-        return None
-    marked: dict[bytes, bytes] = {}
-    for doc in listings.values():
-        if doc.unadopted:
-            marked.update(_entry_digests(doc.actions))
-    if all(marked.get(key) == record for key, record in unadopted.items()):
-        return None
-    entries = listing.entries(dict(unadopted))
-    document = _entries_document(entries, unadopted=True)
-    item = _Outgoing(store.make_pack([], work, document), [], entries, oid_of(document)[len(PREFIX):], unadopted=True)
-    return _made(item, work)
+def _unadopted_packs(unadopted: Mapping[str | None, Mapping[bytes, bytes]], store: Transfer,
+                     listings: dict[str, listing.Listing], work: Path) -> Iterator[_Outgoing]:
+    """The packs whose listings mark `unadopted`, the entries of what this store's killed builds finished and no build
+    adopted yet (store/buildlogs.py pushed_unadopted: what its gc keeps by their journals), one per campaign, its
+    listing naming it (`"campaigns"`), and one naming none for what no killed build of a campaign wrote, so that a
+    pulling store keeps those records from gc too (pull.py `_keep_unadopted`) and a pull narrowed to a campaign takes
+    its own (pull.py `_fetch_unadopted`); none for a campaign whose entries the remote's marked listings for it hold
+    already. Before session 77 they travelled unmarked, and a `claw gc` past its grace period in the pulling store
+    before its build deleted them: the build paid for them again; until a later change of it they named no campaign,
+    and a pull narrowed to one took none of them (tests/gc/test_pull_beyond_head.py)."""
+    for campaign, entries_of in sorted(unadopted.items(), key=lambda item: item[0] or ""):
+        if not entries_of:
+            continue
+        marked: dict[bytes, bytes] = {}
+        for doc in listings.values():
+            if doc.unadopted and (campaign is None or campaign in doc.campaigns):
+                marked.update(_entry_digests(doc.actions))
+        if all(marked.get(key) == record for key, record in entries_of.items()):
+            continue
+        campaigns = () if campaign is None else (campaign,)
+        entries = listing.entries(dict(entries_of))
+        document = _entries_document(entries, unadopted=True, campaigns=campaigns)
+        yield _made(_Outgoing(store.make_pack([], work, document), [], entries, oid_of(document)[len(PREFIX):],
+                              unadopted=True, campaigns=campaigns), work)
 
 
 def _upload(backend: Backend, item: _Outgoing, remote_sizes: dict[str, int], work: Path,
@@ -295,12 +303,12 @@ class _Sender:
 
 def push(store: Transfer, remote: Remote, ref_names: Iterable[str] | None = None, move_refs: bool = True,
          knowledge: RemoteKnowledge | None = None, progress: TransferProgress | None = None,
-         unadopted: Mapping[bytes, bytes] | None = None) -> SyncReport:
+         unadopted: Mapping[str | None, Mapping[bytes, bytes]] | None = None) -> SyncReport:
     """Send what the remote lacks: whole packs, then the other objects in new packs, then the new entries in a listing
     of their own. `move_refs=False` sends no refs (a running build's first interim push) and fills `knowledge`;
-    `progress` is told of packs and bytes; `unadopted` (store/buildlogs.py unadopted_entries: a whole store's, or the
-    killed builds' of the campaigns a narrowed push sends), entries marked in a listing of their own
-    (`_unadopted_pack`); a narrowed push sends their records and what those reach too (before session 77 it sent the
+    `progress` is told of packs and bytes; `unadopted` (store/buildlogs.py pushed_unadopted: a whole store's, or the
+    killed builds' of the campaigns a narrowed push sends, by campaign), entries marked in listings of their own
+    (`_unadopted_packs`); a narrowed push sends their records and what those reach too (before session 77 it sent the
     refs' closures alone, and the colleague who pulled paid for them again). Details: docs/remote.md (Details by
     module)."""
     backend = open_backend(remote.url, remote.endpoint_url)
@@ -338,7 +346,8 @@ def push(store: Transfer, remote: Remote, ref_names: Iterable[str] | None = None
             else:
                 objects, actions = _closure_content(store, {n: value for n, value in refs.items() if n not in held})
                 if unadopted:  # (a narrowed push's: what its campaigns' killed builds finished, beyond their heads)
-                    objects |= store.closure_digests(sorted({PREFIX + record.hex() for record in unadopted.values()}))
+                    objects |= store.closure_digests(sorted({PREFIX + record.hex() for entries_of in unadopted.values()
+                                                             for record in entries_of.values()}))
             new_actions = {k: v for k, v in actions.items() if have_actions.get(k) != v} if have_actions else actions
             document_id = None
             if new_actions:  # first of the packs push makes: its listing (the biggest) is on the link at once,
@@ -348,9 +357,8 @@ def push(store: Transfer, remote: Remote, ref_names: Iterable[str] | None = None
                 document = _entries_document(entries)
                 document_id = oid_of(document)[len(PREFIX):]
                 sender.send(_made(_Outgoing(store.make_pack([], tmp, document), [], entries, document_id), tmp))
-            marking = _unadopted_pack(unadopted or {}, store, listings, tmp)
-            if marking is not None:  # (what its killed builds finished is among what it sends)
-                sender.send(marking)
+            for marking in _unadopted_packs(unadopted or {}, store, listings, tmp):
+                sender.send(marking)  # (what its killed builds finished is among what it sends)
             if objects_read is not None:  # (the whole store's objects, read after its entries)
                 objects = objects_read.result()
             lacking = objects - have_objects

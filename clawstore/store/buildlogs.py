@@ -114,7 +114,7 @@ def unadopted_entries(store: Store, campaigns: Collection[str] | None = None) ->
     """{key digest: record digest} of the entries gc keeps as what a killed build finished and no build adopted yet:
     those whose record its journal names (`unadopted_records`), and those written within one of its windows
     (`unadopted_windows`: what its journal may lack). What a `claw push` marks for the pulling store to keep
-    (remote/push.py `_unadopted_pack`). Empty at once when no build was killed. `campaigns` (a push narrowed to them):
+    (remote/push.py `_unadopted_packs`). Empty at once when no build was killed. `campaigns` (a push narrowed to them):
     only the killed builds whose log names one of them, and of their windows' entries only those whose record one of
     these builds wrote (another campaign's build, killed or running beside it, writes in the same window); a killed
     build whose log cannot be read names no campaign."""
@@ -139,23 +139,33 @@ def unadopted_entries(store: Store, campaigns: Collection[str] | None = None) ->
             if record in records or _written_by(store, record) in builds}
 
 
-def pushed_unadopted(store: Store, names: Collection[str] | None) -> dict[bytes, bytes]:
+# campaign -> the entries its killed builds finished (None: what no killed build of a campaign wrote, in their windows)
+Unadopted = dict[str | None, dict[bytes, bytes]]
+
+
+def pushed_unadopted(store: Store, names: Collection[str] | None) -> Unadopted:
     """What the killed builds of the campaigns a push sends (`names`: its refs; None: the whole store) finished
-    (`unadopted_entries`), which it marks (remote/push.py): a whole push's, every campaign's; a narrowed one's, those of
-    the campaigns its refs name (a pin: its head's). Nothing is read when no build was killed."""
+    (`unadopted_entries`), which it marks (remote/push.py), by campaign, so that a pull narrowed to one takes its own:
+    a whole push's, every campaign's, and under None what the windows hold that no killed build of a campaign wrote
+    (which whole pulls alone take); a narrowed one's, those of the campaigns its refs name (a pin: its head's). Nothing
+    is read when no build was killed."""
     if not journals(store.root):
         return {}
-    if names is None:
-        return unadopted_entries(store)
     campaigns = set()
-    for name in names:
+    if names is None:
+        campaigns = {c for _, data in untold_killed(store) if (c := _campaign_of(data)) is not None}
+    for name in names or ():
         if name.startswith(CAMPAIGNS):
             campaigns.add(name[len(CAMPAIGNS):])
         elif (head := store.get_ref(name)) is not None:
             campaign = _campaign_of_head(store, head)
             if campaign is not None:
                 campaigns.add(campaign)
-    return unadopted_entries(store, campaigns)
+    found: Unadopted = {campaign: unadopted_entries(store, {campaign}) for campaign in sorted(campaigns)}
+    if names is None:
+        named = {(key, record) for entries in found.values() for key, record in entries.items()}
+        found[None] = {key: record for key, record in unadopted_entries(store).items() if (key, record) not in named}
+    return {campaign: entries for campaign, entries in found.items() if entries}
 
 
 CAMPAIGNS = "campaigns/"

@@ -107,13 +107,16 @@ def test_a_gc_past_its_grace_period_after_a_pull_keeps_what_a_colleagues_killed_
 
 def test_a_claw_before_the_mark_pulls_a_marked_listing_as_any_other(
         ws: Workspace, claw: Claw, standin: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The mark is one more field of a listing's signed line (`"unadopted": true`): a claw from before it (main when
-    session 77 began) pulls the remote, the marked entries with the rest, and a build there reuses them."""
+    """The mark is one more field of a listing's signed line (`"unadopted": true`, and `"campaigns"` naming the killed
+    builds' campaign): a claw from before it (main when session 77 began) pulls the remote, the marked entries with the
+    rest, and a build there reuses them."""
     remote = tmp_path / "team"
     _pushed(ws, claw, standin, remote)
     lines = [json.loads(path.read_bytes().partition(b"\n")[0]) for path in (remote / "packs").glob("*.ids")]
-    marked = [line["actions"] for line in lines if line.get("unadopted") is True]
-    assert len(marked) == 1 and marked[0] >= 1, lines  # (m1's run of gamma, and what was written within 60 s of it)
+    marked = {tuple(line.get("campaigns", ())): line["actions"] for line in lines if line.get("unadopted") is True}
+    # (m1's run of gamma, the killed build's, in a listing naming its campaign; apart, naming none, what else was
+    # written within 60 s of it: the campaign's first build)
+    assert marked.get(("main__rp__ev",), 0) >= 1 and set(marked) <= {("main__rp__ev",), ()}, lines
     old = old_clawstore(tmp_path / "old", BEFORE_THE_MARK)
     place = tmp_path / "colleague"
     shutil.copytree(ws.configs, place / "configs")
@@ -210,5 +213,38 @@ def test_a_filtered_build_remote_carries_what_the_campaigns_killed_build_finishe
     [kept] = _kept_by(claw)
     assert f"kept from gc by ref {kept}" in said, said
     _ok(claw, "gc", "--grace", "0")
+    paid_there = _built(claw, standin)
+    assert paid_there[KILLED_RUN] == 0, paid_there
+
+
+@pytest.mark.parametrize(("narrowed", "pulled"), [((), CAMPAIGN), (CAMPAIGN, CAMPAIGN), ((), ("--pin", "frozen"))],
+                         ids=["whole-push", "campaign-push", "pin-pull"])
+def test_a_pull_narrowed_to_the_campaign_takes_what_its_killed_build_finished_and_no_other_campaigns(
+        ws: Workspace, claw: Claw, standin: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        narrowed: tuple[str, ...], pulled: tuple[str, ...]) -> None:
+    """A pull narrowed to the campaign (`claw pull REMOTE --suite/--run-profile/--evaluation-profile`) fetched its
+    head's closure alone: what its killed build finished, which the push sent marked, stayed on the remote, and the
+    colleague's build paid for m1's run of gamma again (1 request). The marked listings name their campaigns
+    (`"campaigns"`): the narrowed pull takes those of its campaign, their records and what they reach, and keeps them
+    as a whole pull does; another campaign's killed build's results, marked beside them by a whole push, stay there.
+    A pull narrowed to a pin of the campaign's head (`--pin`) takes the same."""
+    remote = tmp_path / "team"
+    other: list[str] = []
+
+    def before_push() -> None:
+        _ok(claw, "pin", "frozen", *CAMPAIGN)
+        other.append(_other_killed(ws, standin))
+
+    _pushed(ws, claw, standin, remote, *narrowed, before_push=before_push)
+    place = tmp_path / "colleague"
+    shutil.copytree(ws.configs, place / "configs")
+    monkeypatch.chdir(place)
+    monkeypatch.setenv("CLAW_STORE", str(place / "store"))
+    said = _ok(claw, "pull", str(remote), *pulled)
+    assert _written_by(place / "store", other[0]) == []
+    [kept] = _kept_by(claw)
+    assert f"kept from gc by ref {kept}" in said, said
+    _ok(claw, "gc", "--grace", "0")
+    assert claw("fsck")[0] == 0
     paid_there = _built(claw, standin)
     assert paid_there[KILLED_RUN] == 0, paid_there
