@@ -110,33 +110,31 @@ def _windows(killed: list[tuple[Path, dict[str, Any] | None]]) -> list[tuple[flo
     return windows
 
 
-def unadopted_entries(store: Store, campaigns: Collection[str] | None = None) -> dict[bytes, bytes]:
+def unadopted_entries(store: Store) -> dict[bytes, bytes]:
     """{key digest: record digest} of the entries gc keeps as what a killed build finished and no build adopted yet:
     those whose record its journal names (`unadopted_records`), and those written within one of its windows
     (`unadopted_windows`: what its journal may lack). What a `claw push` marks for the pulling store to keep
-    (remote/push.py `_unadopted_packs`). Empty at once when no build was killed. `campaigns` (a push narrowed to them):
-    only the killed builds whose log names one of them, and of their windows' entries only those whose record one of
-    these builds wrote (another campaign's build, killed or running beside it, writes in the same window); a killed
-    build whose log cannot be read names no campaign."""
+    (remote/push.py `_unadopted_packs`, by campaign: `pushed_unadopted`). Empty at once when no build was killed."""
     if not journals(store.root):
         return {}
-    killed = untold_killed(store)
-    if campaigns is not None:
-        killed = [(journal, data) for journal, data in killed if _campaign_of(data) in campaigns]
-    records = {bytes.fromhex(record[len(PREFIX):]) for journal, _ in killed for record in _journal_records(journal)
-               if is_oid(record)}
+    return _unadopted(store, untold_killed(store))[0]
+
+
+def _unadopted(store: Store, killed: list[tuple[Path, dict[str, Any] | None]]
+               ) -> tuple[dict[bytes, bytes], dict[str, set[bytes]]]:
+    """`killed`'s entries as `unadopted_entries` finds them (the action index read once), and {build id: the records
+    its journal names}."""
+    named = {journal.stem: {bytes.fromhex(record[len(PREFIX):]) for record in _journal_records(journal)
+                            if is_oid(record)} for journal, _ in killed}
+    records = set().union(*named.values())
     windows = [(int(low * 1e9), int(high * 1e9)) for low, high in _windows(killed)]
     if not records and not windows:
-        return {}
+        return {}, named
     index = store.runtime.index
     index.refresh()
     found = {key: entry.record for key, entry in index.actions.items() if entry.record is not None
              and (entry.record in records or any(low <= entry.time_ns <= high for low, high in windows))}
-    if campaigns is None:
-        return found
-    builds = {journal.stem for journal, _ in killed}
-    return {key: record for key, record in found.items()
-            if record in records or _written_by(store, record) in builds}
+    return found, named
 
 
 # campaign -> the entries its killed builds finished (None: what no killed build of a campaign wrote, in their windows)
@@ -147,13 +145,18 @@ def pushed_unadopted(store: Store, names: Collection[str] | None) -> Unadopted:
     """What the killed builds of the campaigns a push sends (`names`: its refs; None: the whole store) finished
     (`unadopted_entries`), which it marks (remote/push.py), by campaign, so that a pull narrowed to one takes its own:
     a whole push's, every campaign's, and under None what the windows hold that no killed build of a campaign wrote
-    (which whole pulls alone take); a narrowed one's, those of the campaigns its refs name (a pin: its head's). Nothing
-    is read when no build was killed."""
+    (which whole pulls alone take); a narrowed one's, those of the campaigns its refs name (a pin: its head's). A
+    campaign's are the entries whose record one of its killed builds' journals names or, within the windows, one of
+    them wrote (another campaign's build, killed or running beside it, writes in the same window); a killed build
+    whose log cannot be read names no campaign. Nothing is read when no build was killed; the journals and the action
+    index are read once."""
     if not journals(store.root):
         return {}
+    killed = untold_killed(store)
+    campaign_of = {journal.stem: _campaign_of(data) for journal, data in killed}
     campaigns = set()
     if names is None:
-        campaigns = {c for _, data in untold_killed(store) if (c := _campaign_of(data)) is not None}
+        campaigns = {c for c in campaign_of.values() if c is not None}
     for name in names or ():
         if name.startswith(CAMPAIGNS):
             campaigns.add(name[len(CAMPAIGNS):])
@@ -161,11 +164,20 @@ def pushed_unadopted(store: Store, names: Collection[str] | None) -> Unadopted:
             campaign = _campaign_of_head(store, head)
             if campaign is not None:
                 campaigns.add(campaign)
-    found: Unadopted = {campaign: unadopted_entries(store, {campaign}) for campaign in sorted(campaigns)}
-    if names is None:
-        named = {(key, record) for entries in found.values() for key, record in entries.items()}
-        found[None] = {key: record for key, record in unadopted_entries(store).items() if (key, record) not in named}
-    return {campaign: entries for campaign, entries in found.items() if entries}
+    selected = killed if names is None else [(j, d) for j, d in killed if campaign_of[j.stem] in campaigns]
+    found, named = _unadopted(store, selected)
+    grouped: Unadopted = {}
+    for key, record in found.items():
+        builds = [build for build, records in named.items() if record in records]
+        if not builds:  # (a window's entry its journal lacks: the build the record names as its writer)
+            writer = _written_by(store, record)
+            builds = [writer] if writer in named else []
+        owners = {campaign_of[build] for build in builds} & campaigns
+        for campaign in owners:
+            grouped.setdefault(campaign, {})[key] = record
+        if not owners and names is None:
+            grouped.setdefault(None, {})[key] = record
+    return {campaign: grouped[campaign] for campaign in sorted(grouped, key=lambda c: (c is None, c or ""))}
 
 
 CAMPAIGNS = "campaigns/"

@@ -116,18 +116,25 @@ class _Scanner:
         return following == close
 
 
-class StreamedNodes:
-    """A sealed log's nodes, each read from its file as it is asked for (as often as it is iterated); StoreError
-    naming the file if it no longer holds the nodes counted when it was first read."""
+class _CountedNodes:
+    """Nodes read from a file as they are asked for, counted when first read: a sized, truthy sequence."""
 
-    def __init__(self, path: Path, count: int):
-        self.path, self.count = path, count
+    path: Path
+    count: int
 
     def __len__(self) -> int:
         return self.count
 
     def __bool__(self) -> bool:
         return self.count > 0
+
+
+class StreamedNodes(_CountedNodes):
+    """A sealed log's nodes, each read from its file as it is asked for (as often as it is iterated); StoreError
+    naming the file if it no longer holds the nodes counted when it was first read."""
+
+    def __init__(self, path: Path, count: int):
+        self.path, self.count = path, count
 
     def __iter__(self) -> Iterator[Any]:
         given = 0
@@ -141,7 +148,7 @@ class StreamedNodes:
             raise StoreError(f"{self.path}: build log changed while read ({given} nodes, {self.count} before)")
 
 
-class JournalNodes:
+class JournalNodes(_CountedNodes):
     """A killed build's nodes (its log's format 3), each read from its journal as it is asked for, the fix lines
     applied as read_journal applies them: read_journal held them all (~1.4 KB a node: +286 MB of the first `claw query`
     of the history after a 10,000 x 5 build was killed late). Made, the journal is read through once: a line that is
@@ -159,12 +166,6 @@ class JournalNodes:
                 if not isinstance(entry, dict):
                     self._plain.add(self.count)
                 self.count += 1
-
-    def __len__(self) -> int:
-        return self.count
-
-    def __bool__(self) -> bool:
-        return self.count > 0
 
     def __iter__(self) -> Iterator[Any]:
         given = 0

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -67,14 +68,22 @@ def _asked(standin: StandIn, since: int) -> Counter[tuple[str, str]]:
 def _exported(ws: Workspace, claw: Claw, standin: StandIn, archive: Path) -> Path:
     """The campaign, its failed run and what a SIGKILLed build of a new case finished, exported to `archive`; the
     stand-in's counts reset."""
+    _killed_campaign(ws, claw, standin)
+    _ok(claw, "archive", "export", *CAMPAIGN, "-o", str(archive))
+    return archive
+
+
+def _killed_campaign(ws: Workspace, claw: Claw, standin: StandIn, before_reset: Callable[[], object] = lambda: None
+                     ) -> None:
+    """The campaign built (its failed run), then a build of a new case SIGKILLed once m1's run of gamma is recorded;
+    `before_reset()`, then the stand-in's counts reset and its script set again."""
     eval_profile(ws, repetitions=1)
     _script(standin)
     assert claw("build", *CAMPAIGN)[0] == 1  # (its failed run)
     _killed_build(ws, standin)
+    before_reset()
     standin.reset()
     _script(standin)
-    _ok(claw, "archive", "export", *CAMPAIGN, "-o", str(archive))
-    return archive
 
 
 def test_a_campaign_with_a_killed_builds_work_rebuilds_elsewhere_as_it_would_here(

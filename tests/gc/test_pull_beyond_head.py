@@ -19,9 +19,8 @@ from clawstore.store.buildlogs import unadopted_entries
 from clawstore.store.core.ids import PREFIX
 from clawstore.store.store import Store
 from clawstore.testing.standin import StandIn, text
-from tests.gc.test_archive_elsewhere import CAMPAIGN, _asked, _killed_build, _ok, _script
+from tests.gc.test_archive_elsewhere import CAMPAIGN, _asked, _killed_campaign, _ok
 from tests.support.claw import Claw
-from tests.support.judging import eval_profile
 from tests.support.killing import build_killed_when
 from tests.support.oldclaw import old_claw, old_clawstore
 from tests.support.workspace import Workspace
@@ -43,6 +42,17 @@ def _kept_by(claw: Claw) -> list[str]:
     return [name for name in json.loads(_ok(claw, "refs", "--json")) if name.startswith("imports/")]
 
 
+def _kept_through_gc(claw: Claw, standin: StandIn, said: str) -> None:
+    """The pull (which `said` so) kept what the killed build finished by one `imports/` ref: after a gc past the grace
+    period and a clean fsck, the colleague's build pays nothing for it."""
+    [kept] = _kept_by(claw)
+    assert f"kept from gc by ref {kept}" in said, said
+    _ok(claw, "gc", "--grace", "0")
+    assert claw("fsck")[0] == 0
+    paid_there = _built(claw, standin)
+    assert paid_there[KILLED_RUN] == 0, paid_there
+
+
 def _built(claw: Claw, standin: StandIn) -> Counter[tuple[str, str]]:
     before = len(standin.requests)
     claw("build", *CAMPAIGN)
@@ -54,13 +64,7 @@ def _pushed(ws: Workspace, claw: Claw, standin: StandIn, remote: Path, *narrowed
     """The campaign, its failed run and what a SIGKILLed build of a new case finished (m1's run of gamma), pushed whole
     (or `narrowed`: `claw push` options) to the directory `remote` after `before_push()`; the stand-in's counts
     reset."""
-    eval_profile(ws, repetitions=1)
-    _script(standin)
-    assert claw("build", *CAMPAIGN)[0] == 1  # (its failed run)
-    _killed_build(ws, standin)
-    before_push()
-    standin.reset()
-    _script(standin)
+    _killed_campaign(ws, claw, standin, before_push)
     assert "ref(s) moved" in _ok(claw, "push", str(remote), *narrowed)
 
 
@@ -167,12 +171,7 @@ def test_a_push_narrowed_to_the_campaign_carries_what_its_killed_build_finished(
     remote = tmp_path / "team"
     _pushed(ws, claw, standin, remote, *narrowed, before_push=lambda: _ok(claw, "pin", "frozen", *CAMPAIGN))
     said = _pulled(claw, ws, remote, tmp_path / "colleague", monkeypatch)
-    [kept] = _kept_by(claw)
-    assert f"kept from gc by ref {kept}" in said, said
-    _ok(claw, "gc", "--grace", "0")
-    assert claw("fsck")[0] == 0
-    paid_there = _built(claw, standin)
-    assert paid_there[KILLED_RUN] == 0, paid_there
+    _kept_through_gc(claw, standin, said)
 
 
 def test_a_push_narrowed_to_a_campaign_sends_nothing_of_another_campaigns_killed_build(
@@ -201,12 +200,7 @@ def test_a_filtered_build_remote_carries_what_the_campaigns_killed_build_finishe
     filter's records) and its last push is narrowed to the campaign's head: it sent nothing of what the killed build
     finished, and the colleague who pulled paid for m1's run of gamma again. It marks and sends them as `claw push`."""
     remote = tmp_path / "team"
-    eval_profile(ws, repetitions=1)
-    _script(standin)
-    assert claw("build", *CAMPAIGN)[0] == 1  # (its failed run)
-    _killed_build(ws, standin)
-    standin.reset()
-    _script(standin)
+    _killed_campaign(ws, claw, standin)
     code, out, err = claw("build", *CAMPAIGN, "--case", "alpha", "--remote", str(remote))
     assert code == 0 and "ref(s) moved" in out + err, out + err
     said = _pulled(claw, ws, remote, tmp_path / "colleague", monkeypatch)
@@ -242,9 +236,4 @@ def test_a_pull_narrowed_to_the_campaign_takes_what_its_killed_build_finished_an
     monkeypatch.setenv("CLAW_STORE", str(place / "store"))
     said = _ok(claw, "pull", str(remote), *pulled)
     assert _written_by(place / "store", other[0]) == []
-    [kept] = _kept_by(claw)
-    assert f"kept from gc by ref {kept}" in said, said
-    _ok(claw, "gc", "--grace", "0")
-    assert claw("fsck")[0] == 0
-    paid_there = _built(claw, standin)
-    assert paid_there[KILLED_RUN] == 0, paid_there
+    _kept_through_gc(claw, standin, said)
