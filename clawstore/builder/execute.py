@@ -12,6 +12,7 @@ from clawstore.builder.cyclic_gc import collect_fully_seldom, resume_collector
 from clawstore.builder.lanes import Lane
 from clawstore.builder.legacy_keys import record_under_key_now
 from clawstore.builder.scheduler import Later, Outcome, run_here, run_tasks
+from clawstore.builder.session import requested_model, unknown_cost_of
 from clawstore.builder.unstored import (
     NotStarted,
     Stored,
@@ -130,6 +131,16 @@ def execute_nodes(session: BuildSession, nodes: list[Node], work: Callable[[Node
         return spent is not None
 
     def on_done(outcome: Outcome[Node, Stored | Adopted]) -> bool:
+        """`finished`, and the first node whose cost makes the budget's spend unknown noted for its stop."""
+        if budget is None or budget.unknown_first is not None or budget.unknown():
+            return finished(outcome)
+        model = requested_model(outcome.task)  # (read before its record releases the document)
+        go_on = finished(outcome)
+        if budget.unknown():
+            budget.unknown_first = unknown_cost_of(outcome.task, model)
+        return go_on
+
+    def finished(outcome: Outcome[Node, Stored | Adopted]) -> bool:
         nonlocal last_write
         node = outcome.task
         only_here = False  # paid with no record: the store never learns of it, this log must before a kill

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from clawstore.builder.lanes import Lanes
     from clawstore.builder.refused import Refusals
     from clawstore.builder.unstored import StoreTrouble
+    from clawstore.graph.plan import Node
     from clawstore.store.claims import ClaimBoard
     from clawstore.store.store import Store
 
@@ -30,6 +31,8 @@ class Budget:
         # Batch lines this build submitted and has not collected: node key -> their estimated cost. Counted
         # when submitted, settled (replaced by the record's cost) when collected (builder/eval_batch.py).
         self.committed: dict[str, float] = {}
+        # The first node whose cost is unknown, and why (`unknown_cost_of`): the stop names it.
+        self.unknown_first: str | None = None
 
     @property
     def spent(self) -> float:
@@ -53,8 +56,29 @@ class Budget:
         spent, pending = CostSum.of_build(self.metrics()), sum(self.committed.values())
         batches = f" and {pending:.6f} USD estimated for batch lines not collected yet" if pending else ""
         why = "reached" if not spent.unknown else "cannot be kept: a cost spent is unknown"
+        # (before session 78 the unknown one went unnamed: which run, and why, was for the user to find)
+        first = f"; the first unknown: {self.unknown_first}" if spent.unknown and self.unknown_first else ""
         self.reason = (f"--max-cost {self.limit_usd:g} USD {why} (spent {spent.usd_text()}{batches}); "
-                       f"the rest was not {not_done}")
+                       f"the rest was not {not_done}: nothing was sent for it{first}")
+
+
+def unknown_cost_of(node: Node, model: object) -> str:
+    """The first node whose cost is unknown, for the stop: its address, its model (`model`: read from its document
+    before the record released it), and why (its failure, e.g. `http_error: HTTP 404 from <endpoint>: <message>`)."""
+    from clawstore.builder.progress import failure_reason
+    from clawstore.graph.plan import address_id
+
+    named = f" (model {model})" if isinstance(model, str) and model else ""
+    status = (node.record or {}).get("status")
+    why = failure_reason(node) if node.action == "fail" else f"{status or 'answered'}, no cost reported or priced"
+    return f"{address_id(node.kind, node.address)}{named}, {why}"
+
+
+def requested_model(node: Node) -> object:
+    """The model a node's document asks (a run's; None for nodes whose document names none, or released)."""
+    document = node.document if isinstance(node.document, dict) else {}
+    model = document.get("model")
+    return model.get("requested_model") if isinstance(model, dict) else None
 
 
 @dataclass

@@ -174,6 +174,7 @@ def import_archive(file: Path, store_dir: Path | None, configs_to: Path | None, 
     problem = import_target_problem(target)
     if problem is not None:
         raise UsageError(f"--store {target}: {problem}")
+    claim = _claim_configs_target(configs_to) if configs_to is not None else None
     configs_written: list[Path] = []
 
     def then(store: Store, report: ImportReport) -> None:
@@ -189,55 +190,113 @@ def import_archive(file: Path, store_dir: Path | None, configs_to: Path | None, 
         if report.kept_apart is None and head is not None:
             adopt_imported_head(store, head)
         tree = configs_of(report.summary.manifest)
-        if configs_to is not None and tree is not None and not configs_written:
-            write_configs(store, tree, configs_to)
-            configs_written.append(configs_to)
+        if claim is not None and tree is not None and not configs_written:
+            write_configs(store, tree, claim)
+            configs_written.append(claim.directory)
 
-    store, report = import_into(target, file, pins=pin_refs, untrusted=untrusted,
-                                check=campaign_archive_check(f"archive {file}", configs_to is not None), then=then)
+    try:
+        store, report = import_into(target, file, pins=pin_refs, untrusted=untrusted,
+                                    check=campaign_archive_check(f"archive {file}", configs_to is not None), then=then)
+    finally:
+        if claim is not None:
+            claim.release(written=bool(configs_written))
     return Imported(store, report, configs_of(report.summary.manifest))
 
 
-def _check_configs_target(directory: Path) -> None:
-    """--configs-to DIR: absent, empty, or a fresh workspace that holds only its store/."""
+def _check_configs_target(directory: Path, mine: str | None = None) -> None:
+    """--configs-to DIR: absent, empty, or a fresh workspace that holds only its store/ (and `mine`, this import's
+    scratch directory there, once it has claimed DIR)."""
     if not directory.exists():
         return
     if not directory.is_dir():
         raise UsageError(f"--configs-to {directory}: not a directory")
-    extra = sorted(p.name for p in directory.iterdir() if p.name != "store" and not _dead_configs_scratch(p))
+    extra = sorted(p.name for p in directory.iterdir() if p.name not in ("store", mine) and not _dead_import_scratch(p))
+    others = [name for name in extra if _import_scratch_owner(name) is not None]
+    if others:
+        pid = _import_scratch_owner(others[0])[0]  # type: ignore[index]
+        raise UsageError(f"--configs-to {directory}: another `claw archive import` (pid {pid}) is importing into it; "
+                         "use an empty directory or a fresh workspace of your own")
     if extra:
         raise UsageError(f"--configs-to {directory}: not empty (holds {', '.join(extra[:3])}"
                          f"{', …' if len(extra) > 3 else ''}); use an empty directory or a fresh workspace")
 
 
 CONFIGS_SCRATCH = ".claw-configs-"  # then a temp name naming the import's process (host/durable.py temp_name)
+STORE_STAGING = ".importing-"  # a new store an import builds beside its place: `.store.importing-<temp name>`
 
 
-def _dead_configs_scratch(path: Path) -> bool:
-    """Is `path` the scratch directory of an import into its DIR whose process is gone (SIGKILLed while it checked the
-    configs out)? Such a directory is the import's own: the next import removes it (before session 74, DIR was
-    refused as "not empty" until it was removed by hand)."""
-    from clawstore.host.durable import process_alive, temp_owner
+def _import_scratch_owner(name: str) -> tuple[int, int] | None:
+    """The process whose import made this entry of DIR (its configs scratch, or the new store it is building when DIR
+    was absent), or None if no import's."""
+    from clawstore.host.durable import temp_owner
 
-    owner = temp_owner(path.name[len(CONFIGS_SCRATCH):]) if path.name.startswith(CONFIGS_SCRATCH) else None
+    if name.startswith(CONFIGS_SCRATCH):
+        return temp_owner(name[len(CONFIGS_SCRATCH):])
+    if name.startswith(".") and STORE_STAGING in name:
+        return temp_owner(name.split(STORE_STAGING, 1)[1])
+    return None
+
+
+def _dead_import_scratch(path: Path) -> bool:
+    """Is `path` what an import into its DIR made whose process is gone (SIGKILLed while it checked the configs out)?
+    Such a directory is the import's own: the next import removes it (before session 74, DIR was refused as "not
+    empty" until it was removed by hand)."""
+    from clawstore.host.durable import process_alive
+
+    owner = _import_scratch_owner(path.name)
     return owner is not None and not process_alive(*owner) and path.is_dir() and not path.is_symlink()
 
 
-def write_configs(store: Store, tree: str, directory: Path) -> None:
-    """Check the config tree out beside DIR's store, then move its configs/ into DIR in one step (a killed import's
-    scratch directory there removed first)."""
+@dataclass
+class _Claim:
+    """DIR taken by this import: its scratch directory in it, and the directories it made (DIR, missing parents)."""
+
+    directory: Path
+    staging: Path
+    made: list[Path]
+
+    def release(self, written: bool) -> None:
+        """The scratch directory removed, and what this import made, unless it wrote its configs there."""
+        import shutil
+
+        shutil.rmtree(self.staging, ignore_errors=True)
+        for made in () if written else self.made:
+            try:
+                made.rmdir()
+            except OSError:  # (not empty: the store an import placed there)
+                break
+
+
+def _claim_configs_target(directory: Path) -> _Claim:
+    """Take DIR before anything is imported: make this import's scratch directory in it, then check DIR again. Two
+    imports that passed their first check at once each see the other's live scratch and both refuse (exit 2, nothing
+    written). Before session 78 both went on and imported their archives, and the later one's configs could not move
+    into place: exit 3, a store changed and no workspace."""
     import shutil
 
     from clawstore.host.durable import temp_name
 
+    made = [p for p in (directory.absolute(), *directory.absolute().parents) if not p.exists()]
     directory.mkdir(parents=True, exist_ok=True)
     for leftover in directory.iterdir():
-        if _dead_configs_scratch(leftover):
+        if _dead_import_scratch(leftover):
             shutil.rmtree(leftover, ignore_errors=True)
-    staging = directory / f"{CONFIGS_SCRATCH}{temp_name('')}"
-    staging.mkdir(mode=0o700)
+    claim = _Claim(directory, directory / f"{CONFIGS_SCRATCH}{temp_name('')}", made)
+    claim.staging.mkdir(mode=0o700)
     try:
-        store.checkout(tree, staging / "workspace")
-        os.rename(staging / "workspace" / "configs", directory / "configs")
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        _check_configs_target(directory, mine=claim.staging.name)
+    except BaseException:
+        claim.release(written=False)
+        raise
+    return claim
+
+
+def write_configs(store: Store, tree: str, claim: _Claim) -> None:
+    """Check the config tree out in this import's scratch directory in DIR, then move its configs/ into DIR in one
+    step."""
+    store.checkout(tree, claim.staging / "workspace")
+    try:
+        os.rename(claim.staging / "workspace" / "configs", claim.directory / "configs")
+    except OSError as exc:  # (DIR/configs made meanwhile by hand: the claim keeps other imports out)
+        raise UsageError(f"--configs-to {claim.directory}: {claim.directory / 'configs'} appeared while this import "
+                         f"ran ({exc.strerror}); its configs were not written") from None

@@ -290,13 +290,18 @@ class _Pull:
                     self.present.update(self.ids.known[pack])
                     self.report.objects += new
                     self.report.bytes += size
+                # A pack this pull fetched already came again (`_keep_arrived_heads`: a gc meanwhile deleted objects it
+                # had left out as here): one pack, said to have crossed twice. Before session 78 it counted as two.
+                again = [pack for pack in packs if pack in self.received]
+                self.report.again += len(again)
+                self.report.again_bytes += sum(self.files.get(f"{PACKS}{pack}.pack", 0) for pack in again)
                 # (one rename each, one index segment naming them all and setting the entries verified so far)
                 new = self._not_added()
                 self.incoming.adopt(new, contents.takes_over)
                 self.added.update(new)
                 self.downloads.forget(packs)
                 self.received.update(packs)
-                self.report.packs += len(packs)
+                self.report.packs += len(packs) - len(again)
             finally:
                 self.incoming.close()
 

@@ -43,12 +43,16 @@ class SyncReport:
     refs_skipped: dict[str, str] = field(default_factory=dict)  # name -> why the remote's file there is no ref
     kept_apart: set[str] = field(default_factory=set)  # signers of packs kept apart (pull --untrusted)
     resumed: int = 0  # packs a pull took as another (interrupted, or beside it) had downloaded them
+    again: int = 0  # packs a pull fetched a second time, a gc meanwhile having deleted what it took as here (pull.py)
+    again_bytes: int = 0  # their size: what crossed the link a second time
     kept_by: str | None = None  # the ref `imports/pull-<id>` keeping what a pusher's killed builds finished (pull.py)
 
     def summary(self) -> str:
         lines = [f"{self.verb} {self.remote}: {self.packs} pack(s), {self.objects} object(s), "
                  f"{self.bytes} bytes; {len(self.refs_moved)} ref(s) moved"
-                 + (f"; {self.resumed} pack(s) already downloaded by another pull, not again" if self.resumed else "")]
+                 + (f"; {self.resumed} pack(s) already downloaded by another pull, not again" if self.resumed else "")
+                 + (f"; {self.again} pack(s) fetched again ({self.again_bytes} bytes more): a gc here meanwhile "
+                    "deleted objects the pull had found here" if self.again else "")]
         lines += [f"  {name}: {why}" for name, why in sorted(self.refs_kept.items())]
         if self.kept_by is not None:
             lines.append(f"  kept from gc by ref {self.kept_by} (what a killed build there finished, no head names "
