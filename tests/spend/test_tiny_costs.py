@@ -121,3 +121,19 @@ def test_the_formatter_keeps_fixed_decimals_when_they_show_the_cost() -> None:
     assert CostSum.of(None).cell() == "?" and CostSum.of(0.0).usd_text() == "0.000000 USD"
     assert shown_usd(3e-12) == 3e-12 and shown_usd(0.1 + 0.1 + 0.1) == 0.3 and shown_usd(0.0) == 0.0
     assert CostSum.total([CostSum.of(0.1)] * 10).known_usd == 1.0  # (a plain sum of ten 0.1: 0.9999999999999999)
+
+
+def test_the_messages_built_apart_say_a_tiny_cost_too() -> None:
+    """The texts made outside CostSum: a killed build's note, the live display's spend, --max-cost with batch lines
+    pending (each wrote `:.6f` itself: 0.000000)."""
+    from clawstore.builder.progress_live import _spent
+    from clawstore.builder.session import Budget
+    from clawstore.spend.killed import KilledBuild
+
+    tiny = CostSum.of(2e-9, "priced")
+    assert "spent ≥0.000000002 USD (1 of 1 priced)" in KilledBuild("b1", 1, tiny).note()
+    assert _spent(tiny) == "$0.000000002 (1 of 1 priced)" and _spent(CostSum.of(0.0123)) == "$0.0123"
+    budget = Budget(1e-9, lambda: tiny.build_metrics())
+    budget.committed["k"] = 3e-9
+    budget.note_skips()
+    assert budget.reason is not None and " and 0.000000003 USD estimated for batch lines" in budget.reason
