@@ -54,7 +54,8 @@
   const usd = (v, d) => {
     const n = Number(v), fixed = n.toFixed(d);
     if (!n || !isFinite(n) || /[1-9]/.test(fixed)) return fixed;
-    return n.toFixed(Math.min(100, 1 - Math.floor(Math.log10(Math.abs(n))))).replace(/0+$/, "");
+    const places = 1 - Math.floor(Math.log10(Math.abs(n)));
+    return places > 100 ? n.toExponential(1) : n.toFixed(places).replace(/0+$/, "");  // (toFixed takes 100 at most)
   };
   const cost = (v) => (v === null || v === undefined ? "unknown" : usd(v, 5));
   const costText = (t, v) => (typeof t === "string" ? t.replace(/^\?/, "unknown") : cost(v));
