@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from clawstore.builder.progress import BuildProgress, wait_text
-from clawstore.values.costs import CostSum
+from clawstore.values.costs import CostSum, usd
 from clawstore.values.tokens import token_cell
 
 REFRESH_PER_SECOND = 4
@@ -28,7 +28,7 @@ def _at(epoch: float) -> str:
 
 
 def _usd(value: float) -> str:
-    return f"${value:.4f}" if value >= 0.01 or value == 0 else f"${value:.6f}"
+    return f"${usd(value, 4 if value >= 0.01 else 6)}"
 
 
 def _spent(cost: CostSum) -> str:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from math import fsum
 from typing import TYPE_CHECKING, Any
 
 from clawstore.builder.progress import BuildProgress, QuietProgress
-from clawstore.values.costs import CostSum
+from clawstore.values.costs import CostSum, usd
 
 if TYPE_CHECKING:
     from clawstore.builder.buildlog import BuildLog
@@ -53,8 +54,8 @@ class Budget:
 
     def note_skips(self, not_done: str = "started") -> None:
         """Say why the rest was not started (or, batch lines, not submitted): the same words on either path."""
-        spent, pending = CostSum.of_build(self.metrics()), sum(self.committed.values())
-        batches = f" and {pending:.6f} USD estimated for batch lines not collected yet" if pending else ""
+        spent, pending = CostSum.of_build(self.metrics()), fsum(self.committed.values())
+        batches = f" and {usd(pending, 6)} USD estimated for batch lines not collected yet" if pending else ""
         why = "reached" if not spent.unknown else "cannot be kept: a cost spent is unknown"
         # (before session 78 the unknown one went unnamed: which run, and why, was for the user to find)
         first = f"; the first unknown: {self.unknown_first}" if spent.unknown and self.unknown_first else ""

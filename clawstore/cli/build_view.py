@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from clawstore.project.stamping import LAYERS
-from clawstore.values.costs import CostSum
+from clawstore.values.costs import CostSum, usd
 from clawstore.values.tokens import TOKENS_UNKNOWN, UNKNOWN_WHEN_PART_IS, token_cell, token_notes
 
 if TYPE_CHECKING:
@@ -167,8 +167,8 @@ def _money(row: dict[str, Any]) -> str:
     if row["run"] == "skip":
         return "-"  # never sent
     if row["cost_usd"] is None:  # unknown, never 0; what it spent at least when that is known
-        return f"≥{float(row['cost_known_usd']):.6f}" if row.get("cost_known_usd") else "?"
-    return f"{float(row['cost_usd']):.6f}"
+        return f"≥{usd(float(row['cost_known_usd']), 6)}" if row.get("cost_known_usd") else "?"
+    return usd(float(row["cost_usd"]), 6)
 
 
 ROWS_PER_WRITE = 1_000  # rows written to stdout at once (a build's rows are read back from its files: builder/rows.py)

@@ -32,7 +32,7 @@ from clawstore.config.resolution import (
 from clawstore.config.selection import matching_assignments, may_select, select_case_ids
 from clawstore.config.workspace import collector_paused, load_workspace, parse_config
 from clawstore.errors import ConfigError, UsageError
-from clawstore.values.costs import declared_prices
+from clawstore.values.costs import declared_prices, usd
 
 if TYPE_CHECKING:
     from clawstore.config.parsed import ParsedCases
@@ -170,7 +170,7 @@ def attachment_warnings(models: list[ModelConfig], sizes: list[int], repetitions
             cost = None if cost is None or price is None else cost + sent * price / 1e6
     if tokens <= ATTACHMENT_WARN_TOKENS:
         return []
-    estimate = (f"about {cost:.2f} USD at the suite's input prices" if cost is not None
+    estimate = (f"about {usd(cost, 2)} USD at the suite's input prices" if cost is not None
                 else "cost unknown: give the suite models pricing.input (USD per 1M tokens) for an estimate")
     return [f"attachments alone send about {tokens:,} input tokens in this campaign "
             f"(1 token ~ {BYTES_PER_TOKEN} bytes, per run and repetition); {estimate}"]

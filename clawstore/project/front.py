@@ -517,7 +517,7 @@ class Project:
 
     def _within_budget(self, s: BuildSettings, seen: UntrustedSeen | None) -> float:
         """The plan's estimate, within --max-cost; else BudgetRefused (with the plan, for the user)."""
-        from clawstore.spend.estimate import plan_spend, unpriced
+        from clawstore.spend.estimate import over_budget, plan_spend, unpriced
 
         assert s.max_cost is not None
         plan = plan_spend(self.campaign, self.store, s.force, s.max_concurrency, s.batch, seen)
@@ -527,7 +527,7 @@ class Project:
         if estimate is None:
             why = unpriced(self.campaign, plan)
         else:
-            why = f"the plan's estimated cost {estimate:.6f} USD exceeds --max-cost {s.max_cost:g} USD"
+            why = over_budget(estimate, s.max_cost)
         raise BudgetRefused(plan, why)
 
     # -------------------------------------------------------------- remotes

@@ -50,7 +50,10 @@ def cell(value: Any) -> str:
     if isinstance(value, float):
         if not math.isfinite(value):
             return str(value)
-        return f"{value:.2f}" if abs(value) >= 1e5 else f"{value:.6g}"
+        if abs(value) >= 1e5:
+            return f"{value:.2f}"
+        text = f"{value:.6g}"  # (positional below 1e-4 too: a run's cost of 1.2e-07 USD beside 0.0123, read as 1.2)
+        return text if "e" not in text else f"{value:.{5 - math.floor(math.log10(abs(value)))}f}".rstrip("0")
     if isinstance(value, dt.datetime):
         return value.isoformat(sep=" ")
     if isinstance(value, list | dict | tuple):

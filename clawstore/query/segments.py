@@ -324,11 +324,16 @@ SUMMED_USD = {"results": ("eval_cost_usd", "total_cost_usd"),
               "builds": ("cost_usd", "cost_known_usd", "results_cost_usd")}
 
 
+def _shown_usd(column: str) -> str:
+    """values/costs.py `shown_usd` in SQL: a cost under 5e-11 USD kept, not rounded to 0 (free)."""
+    rounded = f'round("{column}", {USD_DIGITS})'
+    return f'CASE WHEN {rounded} = 0 THEN "{column}" ELSE {rounded} END'
+
+
 def project(table: str, source: str) -> str:
     """Fixed column order whatever the files' order (UNION BY NAME reorders); SUMMED_USD's columns rounded."""
     summed = SUMMED_USD.get(table, ())
-    cells = (f'round("{c.name}", {USD_DIGITS}) AS "{c.name}"' if c.name in summed else f'"{c.name}"'
-             for c in PHYSICAL[table])
+    cells = (f'{_shown_usd(c.name)} AS "{c.name}"' if c.name in summed else f'"{c.name}"' for c in PHYSICAL[table])
     return f"SELECT {', '.join(cells)} FROM {source}"
 
 

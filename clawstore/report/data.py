@@ -33,7 +33,7 @@ from clawstore.store import documents
 from clawstore.store.documents import Head
 from clawstore.store.headdoc import head_fields, is_parted, read_head_doc
 from clawstore.values.canonical import field_values
-from clawstore.values.costs import PAID_KINDS, PRICED, REPORTED, SOURCES, UNKNOWN, CostSum, known_cost
+from clawstore.values.costs import PAID_KINDS, PRICED, REPORTED, SOURCES, UNKNOWN, CostFold, CostSum, known_cost
 
 if TYPE_CHECKING:
     from clawstore.store.face import StoreReader
@@ -120,7 +120,7 @@ class CampaignReport:
     untrusted_signer: str | None = None  # set when the head was kept apart (imported with --untrusted)
     stats: dict[str, ModelStats] = field(default_factory=dict)  # per model: intervals, pass@k
     judge_reliability: list[JudgeReliability] = field(default_factory=list)
-    run_cost: CostSum = field(default_factory=CostSum)  # of every row, added in row order
+    run_cost: CostSum = field(default_factory=CostSum)  # of every row (math.fsum: CostFold)
     eval_cost: CostSum = field(default_factory=CostSum)
     spilled: RowSink | None = None  # the rows, when build_report was given a sink for them
     # Every model and case of the head, filters or not: `claw report` names each filter value matching none of them.
@@ -317,7 +317,7 @@ class _ModelFold:
         self.cases = self.input_tokens = self.output_tokens = self.tokens_unknown = self.passed = self.judged = 0
         self.scores = array("d")
         self.dimensions = {d: array("d") for d in DIMENSIONS}
-        self.run_cost, self.eval_cost = CostSum(), CostSum()
+        self.run_cost, self.eval_cost = CostFold(), CostFold()
         self.verdicts = VerdictTally()  # per case, its results' verdicts (pass@k)
         self.latencies = array("d")  # of its run nodes, those known
         self.executed = self.reused = self.failed = 0
@@ -336,8 +336,8 @@ class _ModelFold:
         for name, values in self.dimensions.items():
             if (value := row.dimensions.get(name)) is not None:
                 values.append(value)
-        self.run_cost += row.run_cost
-        self.eval_cost += row.eval_cost
+        self.run_cost.add(row.run_cost)
+        self.eval_cost.add(row.eval_cost)
         self.input_tokens += row.input_tokens
         self.output_tokens += row.output_tokens
         self.tokens_unknown += row.tokens_unknown
@@ -352,7 +352,7 @@ class _ModelFold:
             mean_score=fmean(self.scores) if self.scores else None,
             mean_latency_s=fsum(self.latencies) / len(self.latencies) if self.latencies else None,
             runs_executed=self.executed, runs_reused=self.reused, runs_failed=self.failed,
-            run_cost=self.run_cost, eval_cost=self.eval_cost, input_tokens=self.input_tokens,
+            run_cost=self.run_cost.sum(), eval_cost=self.eval_cost.sum(), input_tokens=self.input_tokens,
             output_tokens=self.output_tokens, tokens_unknown=self.tokens_unknown, passed=self.passed,
             judged=self.judged)
 
@@ -371,8 +371,8 @@ class _Unordered(Exception):
 @dataclass
 class _Folded:
     models: dict[str, _ModelFold] = field(default_factory=dict)
-    run_cost: CostSum = field(default_factory=CostSum)
-    eval_cost: CostSum = field(default_factory=CostSum)
+    run_cost: CostFold = field(default_factory=CostFold)  # of every row, summed at the end (math.fsum)
+    eval_cost: CostFold = field(default_factory=CostFold)
     head_models: set[str] = field(default_factory=set)  # (before the filters)
     head_cases: set[str] = field(default_factory=set)
 
@@ -384,8 +384,8 @@ class _Folded:
 
     def add(self, row: ReportRow, results: list[Row], rows_to: Callable[[ReportRow], None]) -> None:
         self.model(row.model_id).add_row(row, results)
-        self.run_cost += row.run_cost
-        self.eval_cost += row.eval_cost
+        self.run_cost.add(row.run_cost)
+        self.eval_cost.add(row.eval_cost)
         rows_to(row)
 
 
@@ -619,8 +619,8 @@ def _report(campaign_id: str, head_id: str, head: Head, signer: str | None, node
         untrusted_signer=signer,
         stats={model: fold.stats() for model, fold in held},
         judge_reliability=reliability(),
-        run_cost=folded.run_cost,
-        eval_cost=folded.eval_cost,
+        run_cost=folded.run_cost.sum(),
+        eval_cost=folded.eval_cost.sum(),
         spilled=spilled,
         head_models=frozenset(folded.head_models - {None}),
         head_cases=frozenset(folded.head_cases - {None}),

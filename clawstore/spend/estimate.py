@@ -13,7 +13,7 @@ from clawstore.builder.workplan import LAYERS, PAID_LAYERS, LayerCounts, Work, w
 from clawstore.runners.pricing import priced_cost, pricing
 from clawstore.spend.history import History, Usage, load_history, prompt_chars
 from clawstore.store.core.ids import oid_hex
-from clawstore.values.costs import PRICED, REPORTED, UNKNOWN, CostSum, missing_prices, missing_prices_text
+from clawstore.values.costs import PRICED, REPORTED, UNKNOWN, CostSum, missing_prices, missing_prices_text, usd
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
@@ -403,6 +403,11 @@ def _in_batch(work: Work, batched: Mapping[str, Any]) -> bool:
 # An estimate's fields as a tuple, in their order (as dataclasses.astuple, which copies each value deeply: 12.5 µs an
 # estimate, 1.25 s of a stale campaign's `claw plan` at 10,000 x 5; the fields are floats, strings and None).
 _fields_of = attrgetter(*(f.name for f in fields(Estimate)))
+
+
+def over_budget(estimate: float, limit: float) -> str:
+    """Why `--max-cost` refuses a plan it can price."""
+    return f"the plan's estimated cost {usd(estimate, 6)} USD exceeds --max-cost {limit:g} USD"
 
 
 def unpriced(campaign: Campaign, plan: SpendPlan) -> str:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from clawstore.errors import StoreError
 from clawstore.store.buildlogs import TOLD_BY, set_build_log_field, untold_killed
 from clawstore.store.documents import BuildLogDoc, read_build_log_doc
-from clawstore.values.costs import CostSum, shown_usd
+from clawstore.values.costs import CostSum, shown_usd, usd
 
 if TYPE_CHECKING:
     from clawstore.store.store import Store
@@ -39,7 +39,7 @@ class KilledBuild:
                 "known_cost_usd": shown_usd(self.known_usd), "cost_sources": self.cost.sources()}
 
     def note(self) -> str:
-        spent = "an unknown amount" if self.known_usd is None else f"≥{self.cost.known_usd:.6f} USD"
+        spent = "an unknown amount" if self.known_usd is None else f"≥{usd(self.cost.known_usd, 6)} USD"
         return (f"build {self.build_id} of this campaign was killed before it finished: by its log's last write it "
                 f"had executed {self.executed} node(s) and spent {spent}{self.cost.notes()}; what it paid for after "
                 "that write and for its requests in flight is not counted (what it finished is reused by the next "

@@ -3,9 +3,10 @@ that keep what they know apart from what they do not. Details: docs/plan.md (Det
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from math import isfinite
+from math import floor, fsum, isfinite, log10
 from typing import Any
 
 REPORTED = "reported"  # the provider's `usage.cost`
@@ -71,8 +72,26 @@ def known_cost(value: Any) -> float | None:
 
 def shown_usd(value: float | None) -> float | None:
     """A cost claw summed, as it is shown: rounded to USD_DIGITS decimals (0.1 + 0.1 + 0.1 is 0.3, not
-    0.30000000000000004); None (unknown) stays None. What is stored keeps its own number."""
-    return None if value is None else round(value, USD_DIGITS) + 0.0  # (+ 0.0: no -0.0)
+    0.30000000000000004); None (unknown) stays None. What is stored keeps its own number. A known cost too small for
+    those decimals (under 5e-11 USD: a declared price of 0.0001 per 1M tokens, a token) keeps USD_DIGITS significant
+    digits instead: rounded, it read 0.0, free."""
+    return None if value is None else _shown(value)
+
+
+def _shown(value: float) -> float:
+    shown = round(value, USD_DIGITS) + 0.0  # (+ 0.0: no -0.0)
+    return shown if shown or not value else float(f"{value:.{USD_DIGITS}g}")
+
+
+def usd(value: float, digits: int = 5) -> str:
+    """A known cost as text, the one form every table, line and message shows (view.js `usd` is its twin): `digits`
+    decimals when they show a digit of it that is not 0 (a column of them aligned), else as many as show its first
+    two significant digits, never in scientific notation: 1.2e-06 is 0.0000012, not 0.00000 (a cheap model's run of a
+    fraction of a cent, read as free, and a column of them summing to more than its parts). 0 is 0.00000."""
+    fixed = f"{value + 0.0:.{digits}f}"  # (+ 0.0: no -0.00000)
+    if not value or not isfinite(value) or fixed.strip("-0."):
+        return fixed
+    return f"{value:.{1 - floor(log10(abs(value)))}f}".rstrip("0")
 
 
 @dataclass(frozen=True)
@@ -103,10 +122,11 @@ class CostSum:
 
     @classmethod
     def total(cls, parts: Iterable[CostSum]) -> CostSum:
-        out = cls()
+        """Their sum, the known costs by math.fsum (CostFold)."""
+        fold = CostFold()
         for part in parts:
-            out += part
-        return out
+            fold.add(part)
+        return fold.sum()
 
     def __add__(self, other: CostSum) -> CostSum:
         return CostSum(self.known_usd + other.known_usd, self.reported + other.reported,
@@ -134,13 +154,13 @@ class CostSum:
     @property
     def shown_known(self) -> float:
         """`known_usd` as JSON shows it (`shown_usd`)."""
-        return round(self.known_usd, USD_DIGITS) + 0.0
+        return _shown(self.known_usd)
 
     def cell(self, digits: int = 5) -> str:
         """For a table cell: `?` when nothing is known, `≥x` when part is unknown, else the number."""
         if self.all_unknown:
             return "?"
-        return ("≥" if self.unknown else "") + f"{self.known_usd:.{digits}f}"
+        return ("≥" if self.unknown else "") + usd(self.known_usd, digits)
 
     def notes(self) -> str:
         """Which parts are not the provider's: " (3 of 10 unknown, 2 of 10 priced)", or ""."""
@@ -150,7 +170,7 @@ class CostSum:
     def usd_text(self, digits: int = 6) -> str:
         """As a spend is printed: "0.001200 USD", "≥0.001200 USD (6 of 8 unknown)", "? USD (8 of 8 unknown)"."""
         if not self.unknown and not self.priced:  # every cost reported (a progress line per paid node)
-            return f"{self.known_usd:.{digits}f} USD"
+            return f"{usd(self.known_usd, digits)} USD"
         return f"{self.cell(digits)} USD{self.notes()}"
 
     def text(self, digits: int = 5) -> str:
@@ -181,6 +201,27 @@ class CostSum:
         metrics["cost_priced"] = int(metrics.get("cost_priced") or 0) + self.priced
         metrics["cost_unknown"] = int(metrics.get("cost_unknown") or 0) + self.unknown
 
+
+class CostFold:
+    """CostSums added up one at a time, their known costs kept (8 bytes each) and summed by math.fsum at the end: a
+    plain float sum of ten 0.1 is 0.9999999999999999, and of a report's thousands of small costs drifts further. (A
+    build's running sum, a part per paid node in its hot path, stays a plain sum: `add_to_build`.)"""
+
+    __slots__ = ("known", "reported", "priced", "unknown")
+
+    def __init__(self) -> None:
+        self.known = array("d")
+        self.reported = self.priced = self.unknown = 0
+
+    def add(self, part: CostSum) -> None:
+        if part.known_usd:
+            self.known.append(part.known_usd)
+        self.reported += part.reported
+        self.priced += part.priced
+        self.unknown += part.unknown
+
+    def sum(self) -> CostSum:
+        return CostSum(fsum(self.known), self.reported, self.priced, self.unknown)
 
 
 class KnownPart:

@@ -49,7 +49,15 @@
   const score = (v) => num(v, 2);
   // A cost nobody reported or priced is "unknown", never 0; a total with unknown parts shows what is
   // known of it and how much is not ("≥0.00120 (2 of 5 unknown)"), as claw report's text does.
-  const cost = (v) => (v === null || v === undefined ? "unknown" : Number(v).toFixed(5));
+  // A known cost as text, the twin of values/costs.py `usd`: `d` decimals when they show a digit of it that is not 0,
+  // else as many as show its first two significant digits, never 1.2e-7 nor 0.00000 (a fraction of a cent read as free).
+  const usd = (v, d) => {
+    const n = Number(v), fixed = n.toFixed(d);
+    if (!n || !isFinite(n) || /[1-9]/.test(fixed)) return fixed;
+    const places = 1 - Math.floor(Math.log10(Math.abs(n)));
+    return places > 100 ? n.toExponential(1) : n.toFixed(places).replace(/0+$/, "");  // (toFixed takes 100 at most)
+  };
+  const cost = (v) => (v === null || v === undefined ? "unknown" : usd(v, 5));
   const costText = (t, v) => (typeof t === "string" ? t.replace(/^\?/, "unknown") : cost(v));
   // In a table cell the notes go on a line of their own, so the leaderboard keeps its width.
   function costCell(t, v) {
@@ -223,7 +231,7 @@
     for (let i = 0; i <= 4; i++) {
       const v = (maxX * i) / 4;
       svg.appendChild(s("line", { class: "grid", x1: x(v), x2: x(v), y1: T, y2: H - B }));
-      svg.appendChild(s("text", { x: x(v), y: H - B + 16, "text-anchor": "middle" }, "$" + v.toPrecision(2)));
+      svg.appendChild(s("text", { x: x(v), y: H - B + 16, "text-anchor": "middle" }, "$" + (v ? usd(v, 2) : "0")));
     }
     svg.appendChild(s("line", { class: "axis", x1: L, x2: W - R, y1: H - B, y2: H - B }));
     svg.appendChild(s("line", { class: "axis", x1: L, x2: L, y1: T, y2: H - B }));
