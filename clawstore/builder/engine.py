@@ -225,7 +225,7 @@ def run_build(campaign: Campaign, store: Store, options: BuildOptions, *, window
         report.failures = progress.failures
         _advance(session, planned)
     stopped = [session.budget.reason if session.budget is not None else None,
-               refusals.message() if refusals is not None else None]
+               refusals.message() if refusals is not None else None, stop.message()]
     report.stopped = "; ".join(why for why in stopped if why) or None
     report.nodes_failed = report.nodes_failed or bool(refusals)
     report.counts = dict(log.counts)

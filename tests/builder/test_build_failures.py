@@ -91,6 +91,26 @@ def test_stop_on_runner_error_skips_the_rest(ws: Workspace, claw: Claw, standin:
     assert len(standin.requests) == 1
 
 
+def test_a_stop_says_why_the_runs_not_started_were_skipped(ws: Workspace, claw: Claw, standin: StandIn,
+                                                           monkeypatch) -> None:
+    """The user reads why runs were skipped: the policy that stopped the build and the run that tripped it (before
+    session 78 the summary said "2 skipped" and nothing more, text or JSON: `Stop.reason` was never shown)."""
+    monkeypatch.setenv("CLAW_BACKOFF_BASE", "0.01")
+    ws.run_profile(concurrency=1, stop_on_runner_error=True, defaults={"retries": 0})
+    standin.script("vendor/m1", error(500))
+    code, out, err = claw.build("--output", "json")
+    report = json.loads(out)
+    skipped = sum(r["run"] == "skip" for r in report["rows"])
+    assert code == 1 and skipped >= 1
+    stopped = report["stopped"] or ""
+    assert "stop_on_runner_error" in stopped and "provider_error" in stopped, stopped
+    assert f"{skipped} run(s) not started" in stopped, stopped
+    code, out, err = claw.build()
+    assert code == 1
+    line = next((row for row in out.splitlines() if row.startswith("stopped: ")), "")
+    assert "stop_on_runner_error" in line and "execution_policy" in line, out
+
+
 def test_sigkill_mid_build_then_resume_never_resends_finished_runs(
         ws: Workspace, claw: Claw, standin: StandIn, tmp_path: Path) -> None:
     for index in range(6):
