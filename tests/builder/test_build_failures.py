@@ -14,7 +14,9 @@ import zstandard
 from clawstore.store import Store
 from clawstore.testing.standin import StandIn, error, hang, malformed, text, tool_call
 from tests.support.claw import Claw
+from tests.support.judging import eval_profile
 from tests.support.reaped import Reap
+from tests.support.sockets import closed_port
 from tests.support.workspace import SECRET, Workspace
 
 
@@ -109,6 +111,25 @@ def test_a_stop_says_why_the_runs_not_started_were_skipped(ws: Workspace, claw: 
     assert code == 1
     line = next((row for row in out.splitlines() if row.startswith("stopped: ")), "")
     assert "stop_on_runner_error" in line and "execution_policy" in line, out
+
+
+def test_a_judges_refused_connection_reads_as_a_runs_does(ws: Workspace, claw: Claw, standin: StandIn) -> None:
+    """A judge's provider failure is said as a run's is (`transport_error: ConnectError talking to …: … Connection
+    refused`): before session 78 it was the exception's repr, `ProviderError: provider transport_error: …`, whose
+    extra words pushed "Connection refused" past the cut of the build's failure line (a llama.cpp server stopped
+    mid-build read `[Errno 111] Connection refus…`)."""
+    ws.suite("main", ["m1"], case_selection={"include_case_ids": ["alpha"]})
+    eval_profile(ws, repetitions=1)
+    ws.edit("evaluation_profiles/ev.yaml",
+            lambda d: d["judges"][0].update(base_url=f"http://127.0.0.1:{closed_port()}/v1"))
+    code, out, err = claw.build("--evaluation-profile", "ev", "--output", "json")
+    assert code == 1, out + err
+    [judge] = [f["reason"] for f in json.loads(out)["failures"] if f["node"].startswith("judge/")]
+    assert judge.startswith("judge_provider_error: transport_error: ConnectError talking to http://127.0.0.1:"), judge
+    assert judge.endswith("Connection refused"), judge
+    code, out, err = claw("query", "select error_message from judgements", "--format", "json")
+    [row] = json.loads(out)
+    assert row["error_message"].startswith("transport_error: ConnectError talking to "), row
 
 
 def test_sigkill_mid_build_then_resume_never_resends_finished_runs(
