@@ -72,6 +72,22 @@ def test_hang_ends_timed_out(ws: Workspace, claw: Claw, standin: StandIn) -> Non
     assert time.monotonic() - started < 10
 
 
+def test_a_timeout_retried_says_each_attempt_waited(ws: Workspace, claw: Claw, standin: StandIn, monkeypatch) -> None:
+    """`within 0.3s` beside a latency of 1.2 s (two attempts and a backoff) read as a wrong timeout: the line says the
+    limit held each of its attempts (session 78, a llama.cpp server slower than the profile's timeout, `retries: 1`)."""
+    monkeypatch.setenv("CLAW_BACKOFF_BASE", "0.01")
+    ws.suite("main", ["m1"], case_selection={"include_case_ids": ["alpha"]})
+    ws.run_profile(defaults={"timeout_seconds": 0.3, "retries": 1})
+    standin.script("vendor/m1", hang(30))
+    code, out, _ = claw.build("--output", "json")
+    row = _rows(out)[("m1", "alpha", 0)]
+    assert code == 1 and row["status"] == "timed_out" and len(standin.requests) == 2
+    assert row["error"].endswith("within 0.3s (each of 2 attempts)"), row["error"]
+    ws.run_profile(defaults={"timeout_seconds": 0.3, "retries": 0})
+    code, out, _ = claw.build("--output", "json")
+    assert _rows(out)[("m1", "alpha", 0)]["error"].endswith("within 0.3s"), out  # one attempt: as before
+
+
 def test_empty_answer_is_invalid_and_cached(ws: Workspace, claw: Claw, standin: StandIn) -> None:
     ws.suite("main", ["m1"], case_selection={"include_case_ids": ["alpha"]})
     standin.script("vendor/m1", text(""))
