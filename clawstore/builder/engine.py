@@ -225,7 +225,7 @@ def run_build(campaign: Campaign, store: Store, options: BuildOptions, *, window
         report.failures = progress.failures
         _advance(session, planned)
     stopped = [session.budget.reason if session.budget is not None else None,
-               refusals.message() if refusals is not None else None]
+               refusals.message() if refusals is not None else None, stop.message()]
     report.stopped = "; ".join(why for why in stopped if why) or None
     report.nodes_failed = report.nodes_failed or bool(refusals)
     report.counts = dict(log.counts)
@@ -362,9 +362,13 @@ def _left_message(log: BuildLog, progress: BuildProgress, unplanned: int) -> str
     cancelled = f"; {running} running node(s) cancelled: what they spent is not counted" if running else ""
     # (no table nor totals line follows: what the committed nodes cost went unsaid, session 77)
     spent = CostSum.of_build(log.metrics).usd_text()
+    # (a layer's nodes join the total as it begins: among the judgements, the results were not counted, and the user
+    # read "1 planned node(s) left unbuilt" where four were; session 78)
+    layers = ", ".join(label for label, count in state.phases.items() if count) or "none"
     return (f"interrupted: {counts.get('executed', 0)} node(s) executed{failed} and {counts.get('reused', 0)} reused "
-            f"are committed, cost spent {spent}; {left} planned node(s) left unbuilt{later} (evaluation of runs not "
-            f"reached is not counted){cancelled}; the next build resumes from here")
+            f"are committed, cost spent {spent}; {left} node(s) left unbuilt in the layers begun ({layers}){later}: "
+            f"the layers after them and the evaluation of runs not reached are not counted (claw status counts every "
+            f"node left){cancelled}; the next build resumes from here")
 
 
 def _end_on_store_failure(session: BuildSession, report: BuildReport, planned: Planned) -> None:

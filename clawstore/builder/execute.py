@@ -22,7 +22,7 @@ from clawstore.builder.unstored import (
     unrecorded_cost,
 )
 from clawstore.errors import StoreError
-from clawstore.graph.plan import Node
+from clawstore.graph.plan import Node, address_id
 
 if TYPE_CHECKING:
     from clawstore.builder.refused import Refusals
@@ -46,6 +46,7 @@ class Stop:
         self.stop_on_runner_error = bool(policy.stop_on_runner_error)
         self.reason: str | None = None
         self.refusals, self.endpoint_of = refusals, endpoint_of
+        self.runs_skipped = 0  # runs this stop kept from starting (the summary's `stopped:` counts them)
 
     def refused(self, node: Node) -> bool:
         """Does `node` send to an endpoint that refused this build?"""
@@ -59,19 +60,32 @@ class Stop:
         return (self.reason is not None and node.kind == "run") or self.refused(node)
 
     def skipped(self, node: Node) -> None:
-        """`node` was not started: counted among what its endpoint's refusal left undone, if it was that."""
+        """`node` was not started: counted among what its endpoint's refusal left undone, if it was that, else among
+        the runs this stop kept from starting."""
         if self.refusals is not None and self.refused(node):
             self.refusals.skipped(node.kind)
+        elif self.reason is not None and node.kind == "run":
+            self.runs_skipped += 1
 
-    def after(self, status: str | None, fault: bool) -> bool:
+    def message(self) -> str | None:
+        """What the build's summary says of this stop (`stopped:`), None when it did not stop or skipped nothing: before
+        session 78 it said nothing, and the user read "2 skipped" beside one failed run without a reason."""
+        if self.reason is None or not self.runs_skipped:
+            return None
+        return (f"{self.reason}; {self.runs_skipped} run(s) not started (skip; the run profile's execution_policy: "
+                "the next build runs them)")
+
+    def after(self, status: str | None, fault: bool, node: Node | None = None) -> bool:
         """`fault`: the run ended in a fault (not cached: a provider error, a timeout, a failure), not in an outcome
-        of the model's (an OpenClaw agent that used its whole timeout is `timed_out` and the agent's)."""
+        of the model's (an OpenClaw agent that used its whole timeout is `timed_out` and the agent's). `node`: that
+        run, named in the reason (the first one to stop the build)."""
+        named = f" ({address_id(node.kind, node.address)}: {status or 'failed'})" if node is not None else ""
         if fault:
             if self.stop_on_runner_error:
-                self.reason = "stop_on_runner_error: a run ended with a runner error"
+                self.reason = self.reason or f"stop_on_runner_error: a run ended with a runner error{named}"
                 return False
         if status != "success" and self.fail_fast:
-            self.reason = "fail_fast: a run did not succeed"
+            self.reason = self.reason or f"fail_fast: a run did not succeed{named}"
             return False
         return True
 
@@ -190,7 +204,7 @@ def execute_nodes(session: BuildSession, nodes: list[Node], work: Callable[[Node
         if stop is not None and node.kind == "run":
             # (runs not started yet are stopped as they come up: `claimed_work`; a run that raised has no record of its
             # own, and node.record is still a --force'd node's earlier result)
-            stop.after(status, status is None or not (node.record or {}).get("cacheable"))
+            stop.after(status, status is None or not (node.record or {}).get("cacheable"), node)
         return not (budget is not None and budget.reached())
 
     def started(node: Node) -> Stored:

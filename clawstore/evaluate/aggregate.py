@@ -166,9 +166,11 @@ def aggregate(
             warnings.append(f"judge run '{run_id}': sample_size {n} but only {len(ok)} successful repetition(s)")
         if n is not None and len(ok) > n:
             counts["excluded_by_sample_size"] += len(ok) - n
-        failed_reps = [f"{i.repetition} ({i.status})" for i in its if i.status != "success"]
+        # (`#0`, and their count first: "repetitions without a valid judgement: 0 (provider_error)" read as none)
+        failed_reps = [f"#{i.repetition} ({i.status})" for i in its if i.status != "success"]
         if failed_reps:
-            warnings.append(f"judge run '{run_id}': repetitions without a valid judgement: {', '.join(failed_reps)}")
+            warnings.append(f"judge run '{run_id}': {len(failed_reps)} repetition(s) without a valid judgement: "
+                            f"{', '.join(failed_reps)}")
         used.extend((run_id, i) for i in picked)
         entry: dict[str, Any] = {"used_repetitions": [i.repetition for i in picked], "score": None,
                                  "dimensions": None, "passed": None}

@@ -184,6 +184,16 @@ def _provider_failure(exc: BaseException) -> str | None:
     return "timed_out" if getattr(exc, "timed_out", False) or exc.code == "timeout" else "provider_error"
 
 
+def _failure_text(exc: BaseException, failure: str | None) -> str:
+    """A provider's failure as a run's error says it (`transport_error: ConnectError talking to …`); anything else with
+    its exception's name. (Before session 78 a provider's was `ProviderError: provider transport_error: …`, whose extra
+    words pushed "Connection refused" past the cut of the build's failure line.)"""
+    message = getattr(exc, "message", None)
+    if failure is not None and isinstance(message, str):
+        return f"{getattr(exc, 'code', 'provider_error')}: {message}"
+    return f"{type(exc).__name__}: {exc}"
+
+
 def run_judge_iteration(
     chat: Callable[[dict[str, Any]], Any],
     body: dict[str, Any],
@@ -218,7 +228,7 @@ def run_judge_iteration(
             entry_usage = _usage_dict(getattr(exc, "usage", None))
             _add_usage(usage, entry_usage)
             status = failure or "failed"
-            entry.update(status=status, error=f"{type(exc).__name__}: {exc}", usage=entry_usage,
+            entry.update(status=status, error=_failure_text(exc, failure), usage=entry_usage,
                          **counted("requests", getattr(exc, "attempts", None)))
             warnings.append(f"attempt {index + 1} ended with status '{status}'")
             break

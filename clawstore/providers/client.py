@@ -296,7 +296,7 @@ class ProviderClient:
             if not retrying:
                 raise ProviderError(
                     failure.code,
-                    failure.message,
+                    failure.message + _timeouts_said(failure.code, attempt_log),
                     retryable=failure.retryable,
                     status_code=failure.status_code,
                     timed_out=failure.timed_out,
@@ -480,6 +480,17 @@ def request_payload(body: dict[str, Any]) -> bytes:
 # tokens a known 0.0 USD).
 NOTHING_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.UnsupportedProtocol)
 UNANSWERED = Usage.not_believed(SENT_UNANSWERED)
+def _timeouts_said(code: str, attempt_log: list[dict[str, Any]]) -> str:
+    """How many attempts a timeout held, after its `within 0.3s`: alone, that read as a wrong limit beside the run's
+    latency of two attempts and a backoff (session 78). Nothing for one attempt."""
+    timed_out = sum(1 for entry in attempt_log if entry["code"] == "timeout")
+    if code != "timeout" or len(attempt_log) < 2:
+        return ""
+    if timed_out == len(attempt_log):
+        return f" (each of {timed_out} attempts)"
+    return f" ({timed_out} of {len(attempt_log)} attempts timed out)"
+
+
 NOT_SENT = Usage.unsent()
 
 

@@ -14,7 +14,9 @@ import zstandard
 from clawstore.store import Store
 from clawstore.testing.standin import StandIn, error, hang, malformed, text, tool_call
 from tests.support.claw import Claw
+from tests.support.judging import eval_profile
 from tests.support.reaped import Reap
+from tests.support.sockets import closed_port
 from tests.support.workspace import SECRET, Workspace
 
 
@@ -70,6 +72,22 @@ def test_hang_ends_timed_out(ws: Workspace, claw: Claw, standin: StandIn) -> Non
     assert time.monotonic() - started < 10
 
 
+def test_a_timeout_retried_says_each_attempt_waited(ws: Workspace, claw: Claw, standin: StandIn, monkeypatch) -> None:
+    """`within 0.3s` beside a latency of 1.2 s (two attempts and a backoff) read as a wrong timeout: the line says the
+    limit held each of its attempts (session 78, a llama.cpp server slower than the profile's timeout, `retries: 1`)."""
+    monkeypatch.setenv("CLAW_BACKOFF_BASE", "0.01")
+    ws.suite("main", ["m1"], case_selection={"include_case_ids": ["alpha"]})
+    ws.run_profile(defaults={"timeout_seconds": 0.3, "retries": 1})
+    standin.script("vendor/m1", hang(30))
+    code, out, _ = claw.build("--output", "json")
+    row = _rows(out)[("m1", "alpha", 0)]
+    assert code == 1 and row["status"] == "timed_out" and len(standin.requests) == 2
+    assert row["error"].endswith("within 0.3s (each of 2 attempts)"), row["error"]
+    ws.run_profile(defaults={"timeout_seconds": 0.3, "retries": 0})
+    code, out, _ = claw.build("--output", "json")
+    assert _rows(out)[("m1", "alpha", 0)]["error"].endswith("within 0.3s"), out  # one attempt: as before
+
+
 def test_empty_answer_is_invalid_and_cached(ws: Workspace, claw: Claw, standin: StandIn) -> None:
     ws.suite("main", ["m1"], case_selection={"include_case_ids": ["alpha"]})
     standin.script("vendor/m1", text(""))
@@ -89,6 +107,45 @@ def test_stop_on_runner_error_skips_the_rest(ws: Workspace, claw: Claw, standin:
     actions = [r["run"] for r in json.loads(out)["rows"]]
     assert actions[0] == "fail" and "skip" in actions
     assert len(standin.requests) == 1
+
+
+def test_a_stop_says_why_the_runs_not_started_were_skipped(ws: Workspace, claw: Claw, standin: StandIn,
+                                                           monkeypatch) -> None:
+    """The user reads why runs were skipped: the policy that stopped the build and the run that tripped it (before
+    session 78 the summary said "2 skipped" and nothing more, text or JSON: `Stop.reason` was never shown)."""
+    monkeypatch.setenv("CLAW_BACKOFF_BASE", "0.01")
+    ws.run_profile(concurrency=1, stop_on_runner_error=True, defaults={"retries": 0})
+    standin.script("vendor/m1", error(500))
+    code, out, err = claw.build("--output", "json")
+    report = json.loads(out)
+    skipped = sum(r["run"] == "skip" for r in report["rows"])
+    assert code == 1 and skipped >= 1
+    stopped = report["stopped"] or ""
+    assert "stop_on_runner_error" in stopped and "provider_error" in stopped, stopped
+    assert f"{skipped} run(s) not started" in stopped, stopped
+    code, out, err = claw.build()
+    assert code == 1
+    line = next((row for row in out.splitlines() if row.startswith("stopped: ")), "")
+    assert "stop_on_runner_error" in line and "execution_policy" in line, out
+
+
+def test_a_judges_refused_connection_reads_as_a_runs_does(ws: Workspace, claw: Claw, standin: StandIn) -> None:
+    """A judge's provider failure is said as a run's is (`transport_error: ConnectError talking to …: … Connection
+    refused`): before session 78 it was the exception's repr, `ProviderError: provider transport_error: …`, whose
+    extra words pushed "Connection refused" past the cut of the build's failure line (a llama.cpp server stopped
+    mid-build read `[Errno 111] Connection refus…`)."""
+    ws.suite("main", ["m1"], case_selection={"include_case_ids": ["alpha"]})
+    eval_profile(ws, repetitions=1)
+    ws.edit("evaluation_profiles/ev.yaml",
+            lambda d: d["judges"][0].update(base_url=f"http://127.0.0.1:{closed_port()}/v1"))
+    code, out, err = claw.build("--evaluation-profile", "ev", "--output", "json")
+    assert code == 1, out + err
+    [judge] = [f["reason"] for f in json.loads(out)["failures"] if f["node"].startswith("judge/")]
+    assert judge.startswith("judge_provider_error: transport_error: ConnectError talking to http://127.0.0.1:"), judge
+    assert judge.endswith("Connection refused"), judge
+    code, out, err = claw("query", "select error_message from judgements", "--format", "json")
+    [row] = json.loads(out)
+    assert row["error_message"].startswith("transport_error: ConnectError talking to "), row
 
 
 def test_sigkill_mid_build_then_resume_never_resends_finished_runs(

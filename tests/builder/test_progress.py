@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import signal
 import sys
 import time
 from pathlib import Path
@@ -133,7 +135,7 @@ def test_ctrl_c_lets_running_nodes_finish_and_commits_them(ws: Workspace, env: d
     final = terminal.wait_for(lambda s: "EXIT=" in s, timeout=20)
     assert "EXIT=130" in final, final
     assert "claw: interrupted: 2 node(s) executed" in final.replace("\n", "")
-    assert "8 planned node(s) left unbuilt" in final.replace("\n", "")
+    assert "8 node(s) left unbuilt in the layers begun (runs)" in final.replace("\n", "")
     assert len(standin.requests) == sent  # nothing new was launched after Ctrl-C
     store = Path(env["CLAW_STORE"])
     logs = _build_logs(store)
@@ -156,3 +158,38 @@ def test_second_ctrl_c_cancels_running_nodes(ws: Workspace, env: dict[str, str],
     assert time.monotonic() - started < 10  # did not wait for the 30 s answers
     assert "EXIT=130" in final and "Traceback" not in final
     assert [log["state"] for log in _build_logs(Path(env["CLAW_STORE"]))] == ["interrupted"]
+
+
+def test_ctrl_c_during_the_judgements_does_not_undercount_what_is_left(ws: Workspace, claw: Claw,
+                                                                       standin: StandIn) -> None:
+    """A layer's nodes join the total when it begins, so a Ctrl-C among the judgements knew nothing of the results
+    layer: against a llama.cpp server the user read "1 planned node(s) left unbuilt" where `claw status` then counted
+    a judgement and three results never built (session 78). It says which layers it counts, and where to read all."""
+    eval_profile(ws, repetitions=1)
+    standin.script(JUDGE, held("verdicts", **judge_reply(8.0)))
+    proc = claw.popen("build", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev",
+                      "--progress", "plain")
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not any(r["model"] == JUDGE for r in standin.requests):
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        assert proc.stderr is not None
+        lines = []
+        for line in iter(proc.stderr.readline, ""):  # (the interrupt taken up: the held judgements finish last)
+            lines.append(line)
+            if "no new node starts" in line:
+                break
+    finally:
+        standin.release("verdicts")
+        _, rest = proc.communicate(timeout=30)
+    err = "".join(lines) + rest
+    assert proc.returncode == 130, err
+    code, out, _ = claw("status", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev",
+                        "--output", "json")
+    left = sum(layer["never-built"] + layer["stale"] + layer["failed"]
+               for model in json.loads(out)["models"].values() for layer in model["layers"].values())
+    said = re.search(r"; (\d+) node\(s\) left unbuilt in the layers begun \((?P<layers>[a-z, ]+)\)", err)
+    assert said is not None, err
+    assert int(said.group(1)) < left and "results" not in said.group("layers"), (err, left)
+    assert "claw status counts every node left" in err, err

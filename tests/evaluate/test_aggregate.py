@@ -119,6 +119,15 @@ def test_no_successful_iteration_fails() -> None:
     assert any("no successful judge iteration" in w for w in res.warnings)
 
 
+def test_the_failed_repetitions_are_named_not_read_as_a_count() -> None:
+    # "repetitions without a valid judgement: 0 (provider_error)" read as none failed: it named repetition 0 (session
+    # 78, a llama.cpp judge whose server stopped; the build's failure line for the result said it so)
+    res = aggregate([it(None, 0, status="provider_error")], "median", 0.5)
+    assert "judge run 'main': 1 repetition(s) without a valid judgement: #0 (provider_error)" in res.warnings
+    res = aggregate([it(7.0, 0), it(None, 1, status="timed_out"), it(None, 2)], "median", 0.5)
+    assert "judge run 'main': 2 repetition(s) without a valid judgement: #1 (timed_out), #2 (invalid)" in res.warnings
+
+
 def test_accepts_stored_dicts_and_rejects_bad_settings() -> None:
     stored = [json.loads(json.dumps(i.to_dict())) for i in many(4, 6)]
     assert aggregate(stored, "mean").final_score == 5

@@ -112,6 +112,33 @@ def test_a_prompt_over_the_servers_context_is_a_clear_failed_run(ws: Workspace, 
     assert "maximum context length" in out and "Traceback" not in out + err
 
 
+def test_an_answer_slower_than_the_timeout_is_a_timed_out_run_of_unknown_cost_asked_again(
+        ws: Workspace, claw: Claw, relay: Relay) -> None:
+    """The server writes 600 tokens (about a second here) and the profile waits 0.2 s: the user reads one line, the run
+    is `timed_out` with its tokens and cost unknown (the server went on and counted the answer nobody read: never 0),
+    and the next build, with a timeout that fits, asks again (a timeout is in no run's key). Session 78: the tier had
+    no timeout against the real server."""
+    ws.edit("run_profiles/rp.yaml", lambda d: d["runner_defaults"].update(timeout_seconds=0.2, retries=0,
+                                                                           max_tokens=600))
+    code, report = build(claw)
+    assert code == 1
+    [row] = report["rows"]
+    assert (row["status"], row["run"], row["cost_usd"]) == ("timed_out", "fail", None), row
+    assert "no complete response from" in row["error"] and "within 0.2s" in row["error"], row["error"]
+    [run] = records("run")
+    assert run.status == "timed_out" and run.cacheable is False
+    assert (run.metrics.input_tokens, run.metrics.output_tokens, run.metrics.cost_usd) == (None, None, None)
+    assert run.metrics.cost_source == "unknown"
+    relay.settle()  # (the relay waits for the server, which finished the answer claw gave up on)
+    [unread] = relay.chats()
+    assert unread["status"] == 200 and unread["response"]["usage"]["completion_tokens"] > 0
+    ws.edit("run_profiles/rp.yaml", lambda d: d["runner_defaults"].update(timeout_seconds=60))
+    code, out, err = claw.build("--output", "json")  # (runs only: a judge's prompt holding 600 tokens is over n_ctx)
+    [row] = json.loads(out)["rows"]
+    assert code == 0 and (row["status"], row["run"]) == ("success", "exec"), out + err
+    assert [is_judge(c) for c in relay.chats()] == [False, False]
+
+
 def test_the_servers_own_replies_are_read_without_h11_as_httpx_reads_them(llama: LlamaServer,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     # (the tier's builds talk to the relay: this is llama.cpp's own head, kept alive, read by claw's wire)
