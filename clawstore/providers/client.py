@@ -480,6 +480,9 @@ def request_payload(body: dict[str, Any]) -> bytes:
 # tokens a known 0.0 USD).
 NOTHING_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.UnsupportedProtocol)
 UNANSWERED = Usage.not_believed(SENT_UNANSWERED)
+NOT_SENT = Usage.unsent()
+
+
 def _timeouts_said(code: str, attempt_log: list[dict[str, Any]]) -> str:
     """How many attempts a timeout held, after its `within 0.3s`: alone, that read as a wrong limit beside the run's
     latency of two attempts and a backoff (session 78). Nothing for one attempt."""
@@ -489,9 +492,6 @@ def _timeouts_said(code: str, attempt_log: list[dict[str, Any]]) -> str:
     if timed_out == len(attempt_log):
         return f" (each of {timed_out} attempts)"
     return f" ({timed_out} of {len(attempt_log)} attempts timed out)"
-
-
-NOT_SENT = Usage.unsent()
 
 
 def _cancelled_text(closed: threading.Event) -> str:

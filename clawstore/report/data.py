@@ -120,7 +120,7 @@ class CampaignReport:
     untrusted_signer: str | None = None  # set when the head was kept apart (imported with --untrusted)
     stats: dict[str, ModelStats] = field(default_factory=dict)  # per model: intervals, pass@k
     judge_reliability: list[JudgeReliability] = field(default_factory=list)
-    run_cost: CostSum = field(default_factory=CostSum)  # of every row (math.fsum: CostFold)
+    run_cost: CostSum = field(default_factory=CostSum)  # of every row (compensated: CostFold)
     eval_cost: CostSum = field(default_factory=CostSum)
     spilled: RowSink | None = None  # the rows, when build_report was given a sink for them
     # Every model and case of the head, filters or not: `claw report` names each filter value matching none of them.
