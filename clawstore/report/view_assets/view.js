@@ -209,9 +209,15 @@
     return out;
   }
 
+  // A model nothing of whose cost is known (a self-hosted server without a price): its total reads "?" (costText).
+  const costUnknown = (m) => typeof m.total_cost_text === "string" && m.total_cost_text.startsWith("?");
   function chart(shown) {
     const pts = shown.filter((m) => m.mean_score !== null);
+    // The wholly unknown costs go in a lane of their own right of the cost axis, apart: at $0 they read as the cheapest.
+    const lanePts = pts.filter(costUnknown), priced = pts.filter((m) => !costUnknown(m));
     const W = 720, H = 380, L = 58, R = 170, T = 16, B = 46;
+    const LANE = lanePts.length ? 96 : 0, GAP = lanePts.length ? 22 : 0;
+    const right = W - R - LANE - GAP;  // the cost axis's right end
     const svgNS = "http://www.w3.org/2000/svg";
     const s = (tag, attrs, text) => {
       const el = document.createElementNS(svgNS, tag);
@@ -222,35 +228,57 @@
     const svg = s("svg", { class: "chart", id: "chart", width: W, height: H, viewBox: "0 0 " + W + " " + H, role: "img",
       "aria-label": "mean score against total cost, one point per model" });
     if (!pts.length) { svg.appendChild(s("text", { x: 20, y: 40 }, "no model has a final score yet")); return svg; }
-    const maxX = Math.max(...pts.map((m) => m.known_cost_usd)) * 1.15 || 1;
-    const x = (v) => L + (v / maxX) * (W - L - R), y = (v) => T + (1 - v / 10) * (H - T - B);
+    const maxX = Math.max(0, ...priced.map((m) => m.known_cost_usd)) * 1.15 || 1;
+    const x = (v) => L + (v / maxX) * (right - L), y = (v) => T + (1 - v / 10) * (H - T - B);
     for (let g = 0; g <= 10; g += 2) {
-      svg.appendChild(s("line", { class: "grid", x1: L, x2: W - R, y1: y(g), y2: y(g) }));
+      svg.appendChild(s("line", { class: "grid", x1: L, x2: right, y1: y(g), y2: y(g) }));
       svg.appendChild(s("text", { x: L - 8, y: y(g) + 4, "text-anchor": "end" }, g));
     }
-    for (let i = 0; i <= 4; i++) {
+    if (priced.length) for (let i = 0; i <= 4; i++) {
       const v = (maxX * i) / 4;
       svg.appendChild(s("line", { class: "grid", x1: x(v), x2: x(v), y1: T, y2: H - B }));
-      svg.appendChild(s("text", { x: x(v), y: H - B + 16, "text-anchor": "middle" }, "$" + (v ? usd(v, 2) : "0")));
+      const anchor = lanePts.length && i === 4 ? "end" : "middle";  // (the last clear of the lane's label)
+      svg.appendChild(s("text", { x: x(v), y: H - B + 16, "text-anchor": anchor }, "$" + (v ? usd(v, 2) : "0")));
     }
-    svg.appendChild(s("line", { class: "axis", x1: L, x2: W - R, y1: H - B, y2: H - B }));
+    else svg.appendChild(s("text", { class: "muted", x: (L + right) / 2, y: (T + H - B) / 2, "text-anchor": "middle" }, "no model's cost is known"));
+    svg.appendChild(s("line", { class: "axis", x1: L, x2: right, y1: H - B, y2: H - B }));
     svg.appendChild(s("line", { class: "axis", x1: L, x2: L, y1: T, y2: H - B }));
-    svg.appendChild(s("text", { x: (L + W - R) / 2, y: H - 8, "text-anchor": "middle" }, "total cost of the model's results (USD) — cheaper is left"));
+    svg.appendChild(s("text", { x: (L + right) / 2, y: H - 8, "text-anchor": "middle" }, "total cost of the model's results (USD) — cheaper is left"));
     svg.appendChild(s("text", { x: 14, y: (T + H - B) / 2, transform: "rotate(-90 14 " + (T + H - B) / 2 + ")", "text-anchor": "middle" }, "mean score (0–10) — better is up"));
+    const laneX = right + GAP;
+    if (lanePts.length) {
+      svg.appendChild(s("rect", { class: "lane", x: laneX, y: T, width: LANE, height: H - T - B }));
+      for (let g = 0; g <= 10; g += 2) svg.appendChild(s("line", { class: "grid", x1: laneX, x2: laneX + LANE, y1: y(g), y2: y(g) }));
+      svg.appendChild(s("text", { x: laneX + LANE / 2, y: H - B + 16, "text-anchor": "middle" }, "cost unknown"));
+    }
     const lat = pts.map((m) => m.mean_latency_s).filter((v) => v !== null);
     const lo = Math.min(...lat), hi = Math.max(...lat);
+    const spread = (k) => laneX + (lanePts.length < 2 ? LANE / 2 : 20 + (k * (LANE - 40)) / (lanePts.length - 1));
     pts.forEach((m, i) => {
       const r = lat.length > 1 && hi > lo && m.mean_latency_s !== null ? 5 + 9 * (m.mean_latency_s - lo) / (hi - lo) : 8;
+      const inLane = costUnknown(m);
+      const cx = inLane ? spread(lanePts.indexOf(m)) : x(m.known_cost_usd), cy = y(m.mean_score);
+      const atLeast = !inLane && m.total_cost_usd === null;  // part of its cost unknown: at least what is drawn
+      const leftLabel = lanePts.length && !inLane && cx > L + 0.7 * (right - L);  // (not over the lane)
       const g = s("g", { "data-model": m.model_id });
       g.appendChild(s("title", {}, m.model_id + (compare ? " (" + campaignName(m.campaign) + ")" : "") + ": score " + score(m.mean_score) + ", cost " + costText(m.total_cost_text, m.total_cost_usd) + ", mean latency " + latency(m.mean_latency_s) + " s"));
-      g.appendChild(s("circle", { cx: x(m.known_cost_usd), cy: y(m.mean_score), r: r, fill: COLOURS[m.campaign % COLOURS.length], "fill-opacity": 0.7, stroke: "#222" }));
-      g.appendChild(s("text", { x: x(m.known_cost_usd) + r + 4, y: y(m.mean_score) + 4 + 11 * (i % 2) }, m.model_id + (compare ? " · " + campaignName(m.campaign) : "") + (m.total_cost_usd === null ? " (cost " + costText(m.total_cost_text) + ")" : "")));
+      g.appendChild(s("circle", { cx: cx, cy: cy, r: r, fill: COLOURS[m.campaign % COLOURS.length], "fill-opacity": 0.7, stroke: "#222" }));
+      if (atLeast) {
+        const a = cx + r + 2, b = a + 14;
+        g.appendChild(s("path", { class: "at-least", d: "M" + a + " " + cy + "H" + b + "M" + (b - 5) + " " + (cy - 4) + "L" + b + " " + cy + "L" + (b - 5) + " " + (cy + 4) }));
+      }
+      const gap = r + 4 + (atLeast && !leftLabel ? 16 : 0);
+      g.appendChild(s("text", { x: leftLabel ? cx - gap : cx + gap, y: cy + 4 + 11 * (i % 2), "text-anchor": leftLabel ? "end" : "start" },
+        m.model_id + (compare ? " · " + campaignName(m.campaign) : "") + (atLeast ? " (cost " + costText(m.total_cost_text) + ")" : "")));
       svg.appendChild(g);
     });
-    svg.appendChild(s("text", { x: W - R + 12, y: T + 12 }, "circle size: mean latency"));
+    const legend = ["circle size: mean latency"];
+    if (pts.some((m) => !costUnknown(m) && m.total_cost_usd === null)) legend.push("→ cost at least this", "   (part of it unknown)");
+    legend.forEach((t, k) => svg.appendChild(s("text", { x: W - R + 12, y: T + 12 + 16 * k }, t)));
+    const top = T + 16 * legend.length;
     if (compare) S.campaigns.forEach((c, i) => {
-      svg.appendChild(s("circle", { cx: W - R + 18, cy: T + 34 + 18 * i, r: 6, fill: COLOURS[i % COLOURS.length] }));
-      svg.appendChild(s("text", { x: W - R + 30, y: T + 38 + 18 * i }, "campaign " + LETTERS[i]));
+      svg.appendChild(s("circle", { cx: W - R + 18, cy: top + 18 + 18 * i, r: 6, fill: COLOURS[i % COLOURS.length] }));
+      svg.appendChild(s("text", { x: W - R + 30, y: top + 22 + 18 * i }, "campaign " + LETTERS[i]));
     });
     return svg;
   }
