@@ -47,6 +47,9 @@ def test_a_head_a_policy_stopped_says_the_runs_it_never_started(ws: Workspace, c
     [campaign] = summary_of(page.read_text(encoding="utf-8"))["campaigns"]
     assert campaign["state"] == "stopped" and campaign["stopped"] == stopped, campaign
 
+    code, out, err = claw("query", "select state from builds", "--format", "json")
+    assert code == 0 and json.loads(out) == [{"state": "stopped"}], out + err
+
     standin.reset()  # the next build runs them: its head is complete, nothing stopped
     code, out, _ = claw.build()
     assert code == 0, out
