@@ -46,6 +46,7 @@ def test_a_head_a_policy_stopped_says_the_runs_it_never_started(ws: Workspace, c
     assert code == 0, err
     [campaign] = summary_of(page.read_text(encoding="utf-8"))["campaigns"]
     assert campaign["state"] == "stopped" and campaign["stopped"] == stopped, campaign
+    assert f"{skipped} run(s) not started" in campaign["state_text"], campaign  # (the header's words: view.js)
 
     code, out, err = claw("query", "select state from builds", "--format", "json")
     assert code == 0 and json.loads(out) == [{"state": "stopped"}], out + err
