@@ -196,7 +196,9 @@ def run_build(campaign: Campaign, store: Store, options: BuildOptions, *, window
                 if session.trouble is not None and session.trouble.failed:
                     _end_on_store_failure(session, report, planned)
                 remove_leftovers(store)  # and those of a writer killed meanwhile: a build beside this one
-                log.end("complete")
+                # (a policy stop: its head is not `complete`, and says how many runs it never started)
+                log.doc.stopped = stop.logged()
+                log.end("complete" if log.doc.stopped is None else "stopped")
         except ClawError as error:
             if error.exit_code != 2:
                 raise

@@ -45,6 +45,7 @@ class Stop:
         self.fail_fast = bool(policy.fail_fast)
         self.stop_on_runner_error = bool(policy.stop_on_runner_error)
         self.reason: str | None = None
+        self.by: str | None = None  # the execution_policy setting that stopped the build (documents.STOPPED_BY)
         self.refusals, self.endpoint_of = refusals, endpoint_of
         self.runs_skipped = 0  # runs this stop kept from starting (the summary's `stopped:` counts them)
 
@@ -83,11 +84,19 @@ class Stop:
         if fault:
             if self.stop_on_runner_error:
                 self.reason = self.reason or f"stop_on_runner_error: a run ended with a runner error{named}"
+                self.by = self.by or "stop_on_runner_error"
                 return False
         if status != "success" and self.fail_fast:
             self.reason = self.reason or f"fail_fast: a run did not succeed{named}"
+            self.by = self.by or "fail_fast"
             return False
         return True
+
+    def logged(self) -> dict[str, object] | None:
+        """What the build log (and the head it writes) keeps of this stop: BuildLogDoc.stopped; None as `message`."""
+        if self.by is None or not self.runs_skipped:
+            return None
+        return {"by": self.by, "runs_not_started": self.runs_skipped}
 
 
 def partition(nodes: list[Node], force: bool) -> tuple[list[Node], list[Node]]:

@@ -44,7 +44,7 @@ def status(suite: str, run_profile: str, evaluation_profile: str | None, cases: 
     if output == "json":
         models_json = {m: {c: kinds["run"][c] for c in COLUMNS} | {
             "layers": {k: {c: n[c] for c in COLUMNS} for k, n in kinds.items()}} for m, kinds in per_model.items()}
-        click.echo(json.dumps({"campaign": cid, "models": models_json,
+        click.echo(json.dumps({"campaign": cid, "models": models_json, "has_head": found.never_built is None,
                                "killed_builds": killed}, sort_keys=True))
         return
     rows = [[m, k, *(str(n[c]) for c in COLUMNS)] for m, kinds in per_model.items() for k, n in kinds.items()]

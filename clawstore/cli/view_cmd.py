@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from clawstore.cli.common import closed_with_command, store_option, workspace_store_dir
+from clawstore.cli.common import closed_with_command, require_built, store_option, workspace_store_dir
 
 if TYPE_CHECKING:
     from clawstore.report.view_beside import DetailsBeside
@@ -168,6 +168,8 @@ def _view(suite: str, run_profile: str, evaluation_profile: str | None, against:
     store = closed_with_command(Store(root, create=False))
     for campaign in campaigns:  # (as `claw report`: what a killed build spent is in no figure of the page)
         note(killed_note(store, campaign))
+    for campaign in campaigns:  # (as `claw report` says it: one killed before its head is named, never "no build")
+        require_built(store, campaign, kept_apart_ok=True)
     manifest = None
     for campaign in campaigns:  # the report's rows from the manifest, as `claw report` reads them
         manifest = _indexed(store, root, campaign)

@@ -151,6 +151,11 @@ class Status:
     spent: str | None = None  # what the lines recorded just now cost, as a build's line says it ("0.0012 USD")
 
 
+def _fresh_runs(per_model: dict[str, dict[str, Counter[str]]]) -> int:
+    """The runs `claw status` counts fresh (its table's FRESH of the run layer)."""
+    return sum(kinds["run"]["fresh"] for kinds in per_model.values() if "run" in kinds)
+
+
 class Project:
     """A workspace's store (--store, $CLAW_STORE, else its store/) and the campaign `request` names.
 
@@ -340,15 +345,15 @@ class Project:
                     for kind, states in kinds.items():
                         per_model[model][kind].update(states)
                 cid = by_case.campaign.campaign_id
-                return Status(cid, per_model, never_built_message(self.store, cid))
+                return Status(cid, per_model, never_built_message(self.store, cid, _fresh_runs(per_model)))
         collected = self.collect()
         cid = self.campaign.campaign_id
         per_model = fold_windows(self.campaign, self.store, False, _fold_status, seen, reasoned=False)
         if by_case is None:  # (said above otherwise: the cases planned alone hold every node the build runs)
             self._say_untrusted(seen)
         pending = sum(len(d.covered) for d in collected.batches if d.campaign_id == cid)
-        return Status(cid, per_model, never_built_message(self.store, cid), pending, collected.recorded,
-                      collected.stopped, collected.spent.usd_text() if collected.recorded else None)
+        return Status(cid, per_model, never_built_message(self.store, cid, _fresh_runs(per_model)), pending,
+                      collected.recorded, collected.stopped, collected.spent.usd_text() if collected.recorded else None)
 
     def _untrusted_seen(self) -> UntrustedSeen | None:
         """What counts, as a plan goes, the nodes the campaign's build would pay for though the store holds their

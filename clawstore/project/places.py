@@ -59,11 +59,13 @@ def open_store(store_dir: Path | None, create: bool = False, root: Path | None =
     return Store(path, create=create)
 
 
-def never_built_message(store: Store, campaign_id: str) -> str | None:
+def never_built_message(store: Store, campaign_id: str, kept: int | None = None) -> str | None:
     """None when the campaign has a head; else why not, with the evaluated campaigns of the same runs.
 
     A campaign named without --evaluation-profile is the runs-only one (`…__none`); users who built
-    with an evaluation profile and left it off later are told which flag they meant.
+    with an evaluation profile and left it off later are told which flag they meant. A build of it killed before it
+    wrote its head is named (`kept`: the finished runs `claw status` counts fresh): "has never been built" beside
+    fresh nodes, and its log's count of 0 (written every ~2 s), read as paid work lost.
     """
     from clawstore.builder.buildlog import head_ref
 
@@ -71,6 +73,9 @@ def never_built_message(store: Store, campaign_id: str) -> str | None:
         return None
     from clawstore.project.absent import shown_root
 
+    killed = _killed_message(store, campaign_id, kept)
+    if killed is not None:
+        return f"campaign {campaign_id} has no head in store {shown_root(store)}: {killed}"
     message = f"campaign {campaign_id} has never been built in store {shown_root(store)}"
     if campaign_id.endswith("__none"):
         prefix = head_ref(campaign_id[: -len("none")])
@@ -78,6 +83,27 @@ def never_built_message(store: Store, campaign_id: str) -> str | None:
         if evaluated:
             return message + "; did you mean " + " or ".join(f"--evaluation-profile {e}" for e in evaluated) + "?"
     return message + " (run claw build)"
+
+
+def _killed_message(store: Store, campaign_id: str, kept: int | None) -> str | None:
+    """What the builds of `campaign_id` killed before they wrote its head left (None: none was)."""
+    from clawstore.spend.killed import killed_builds
+
+    killed = killed_builds(store, campaign_id)
+    if not killed:
+        return None
+    ids = [k.build_id for k in killed]
+    named = f"build {ids[0]} was" if len(ids) == 1 else f"builds {', '.join(ids)} were"
+    if kept is None:
+        finished = "what finished is kept in the store, and the next claw build reuses it without requesting it again"
+    elif kept:
+        logged = sum(k.executed for k in killed)  # (its log, written every ~2 s, may count fewer)
+        finished = (f"{kept} finished run(s) are kept in the store (FRESH), and the next claw build reuses them "
+                    "without requesting them again" + (f" (its log's last write had recorded {logged})"
+                                                       if logged < kept else ""))
+    else:
+        finished = "no run finished; the next claw build sends them"
+    return f"{named} killed before it wrote its head; {finished}"
 
 
 def require_built(store: Store, campaign_id: str, kept_apart_ok: bool = False) -> None:

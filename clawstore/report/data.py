@@ -129,6 +129,17 @@ class CampaignReport:
     # The campaign's builds killed before they finished and not yet told of (spend/killed.py: KilledBuild.to_json):
     # money spent that the head's totals do not hold; `claw report` names the same on stderr.
     killed_builds: list[dict[str, Any]] = field(default_factory=list)
+    # The head's build was stopped by its run profile's execution_policy: `{"by": …, "runs_not_started": N}` (read
+    # from the build log the head carries: documents.read_stopped); those runs are in no row.
+    stopped: dict[str, Any] | None = None
+
+    @property
+    def state_text(self) -> str | None:
+        """The head's state as the report and the page say it: a stop names its policy and the runs not started."""
+        if self.stopped is None:
+            return self.state
+        return (f"stopped by the run profile's execution_policy ({self.stopped['by']}): "
+                f"{self.stopped['runs_not_started']} run(s) not started")
 
     @property
     def untrusted_line(self) -> str | None:
@@ -152,7 +163,7 @@ class CampaignReport:
             "campaign": {"id": self.campaign_id, "suite_id": self.suite_id, "run_profile_id": self.run_profile_id,
                          "evaluation_profile_id": self.evaluation_profile_id},
             "head": {"object": self.head_id, "build_id": self.build_id, "state": self.state,
-                     "started_at": self.started_at, "finished_at": self.finished_at},
+                     "started_at": self.started_at, "finished_at": self.finished_at, "stopped": self.stopped},
             "trusted": self.untrusted_signer is None,
             "signer": self.untrusted_signer,
             "rows": [r.to_json() for r in self.rows] if rows else [],
@@ -614,6 +625,7 @@ def _report(campaign_id: str, head_id: str, head: Head, signer: str | None, node
         state=head.state,
         started_at=head.started_at,
         finished_at=head.finished_at,
+        stopped=head.stopped,
         rows=rows,
         models=[fold.summary(model) for model, fold in held],
         untrusted_signer=signer,

@@ -60,7 +60,7 @@ def header_lines(report: CampaignReport) -> list[str]:
         f"Campaign: {report.campaign_id}",
         f"Suite: {report.suite_id}  Run profile: {report.run_profile_id}  "
         f"Evaluation profile: {report.evaluation_profile_id or 'n/a'}",
-        f"Head: build {report.build_id} ({report.state}; started {report.started_at}, "
+        f"Head: build {report.build_id} ({report.state_text}; started {report.started_at}, "
         f"finished {report.finished_at or 'n/a'})",
         f"Models: {len(report.models)}  Rows: {len(report.rows)}",
         f"Cost (USD): runs {_cost(report.run_cost)}  evaluation {_cost(report.eval_cost)}  "

@@ -242,7 +242,8 @@ def _costs(run: CostSum, evaluation: CostSum) -> dict[str, Any]:
 def _campaign_summary(report: CampaignReport) -> dict[str, Any]:
     return {"id": report.campaign_id, "suite_id": report.suite_id, "run_profile_id": report.run_profile_id,
             "evaluation_profile_id": report.evaluation_profile_id, "build_id": report.build_id,
-            "state": report.state, "finished_at": report.finished_at,
+            "state": report.state, "finished_at": report.finished_at, "stopped": report.stopped,
+            "state_text": report.state_text,
             **_costs(report.run_cost, report.eval_cost), "untrusted": report.untrusted_line}
 
 

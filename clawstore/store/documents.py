@@ -269,11 +269,17 @@ class BuildLogDoc:
     counts: dict[str, int] = field(default_factory=lambda: {name: 0 for name in COUNTERS.values()})
     metrics: dict[str, Any] = field(default_factory=_build_metrics)
     format: int = BUILD_LOG_FORMAT
+    # State `stopped`: what stopped it and how many runs it kept from starting (`{"by": "fail_fast",
+    # "runs_not_started": 2}`: STOPPED_BY), carried into the head it wrote (`claw report`, `claw view`); else None.
+    stopped: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         # Shallow: the nodes are plain dicts already, and asdict's deep copy of thousands of them on
         # every periodic write of a running build's log cost seconds of CPU per campaign.
-        return field_values(self)
+        values = field_values(self)
+        if values["stopped"] is None:  # (only a stopped build's: every other log and head as before session 78)
+            del values["stopped"]
+        return values
 
     def encode(self) -> bytes:
         return json.dumps(self.to_json(), sort_keys=True, separators=(",", ":")).encode()
@@ -295,6 +301,7 @@ _LOG_TYPES: dict[str, tuple[frozenset[type], str]] = {
     "head_written": (_BOOL, "true or false"),
     "counts": (_DICT, "an object"),
     "metrics": (_DICT, "an object"),
+    "stopped": (_DICT | _NONE, "an object or null"),
 }
 
 
@@ -418,6 +425,7 @@ class Head:
     state: str | None = None
     started_at: str | None = None
     finished_at: str | None = None
+    stopped: dict[str, Any] | None = None  # the build's run profile stopped it (BuildLogDoc.stopped)
 
     @property
     def campaign_id(self) -> str | None:
@@ -434,7 +442,23 @@ def read_head(data: Any, where: str) -> Head:
     version = _field(data, "head_version", frozenset({int}), "a version number", where, 1)
     nodes = [read_head_node(node, where, at) for at, node in enumerate(data["nodes"])]
     found = {name: _field(data, name, _STR | _NONE, "a string or null", where) for name in _HEAD_TEXTS}
-    return Head(campaign, tuple(nodes), version, **found)
+    return Head(campaign, tuple(nodes), version, **found, stopped=read_stopped(data, where))
+
+
+STOPPED_BY = frozenset({"stop_on_runner_error", "fail_fast"})  # the execution_policy settings that stop a build
+
+
+def read_stopped(data: Mapping[str, Any], where: str) -> dict[str, Any] | None:
+    """A build log's or head's `stopped` (None: absent, as every log before session 78 has it); StoreError naming the
+    field a hostile one gets wrong (it is shown: no other key, a known policy, a count)."""
+    stopped = _field(data, "stopped", _DICT | _NONE, "an object or null", where)
+    if stopped is None:
+        return None
+    if set(stopped) != {"by", "runs_not_started"} or stopped["by"] not in STOPPED_BY:
+        raise damaged(where, "stopped", f"by (one of {', '.join(sorted(STOPPED_BY))}) and runs_not_started")
+    if type(stopped["runs_not_started"]) is not int or stopped["runs_not_started"] < 0:
+        raise damaged(where, "stopped.runs_not_started", "a count")
+    return {"by": stopped["by"], "runs_not_started": stopped["runs_not_started"]}
 
 
 def read_head_node(node: Any, where: str, at: int) -> HeadNode:

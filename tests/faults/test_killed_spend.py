@@ -55,7 +55,7 @@ def test_a_killed_build_that_spent_money_is_shown_before_any_rebuild(tmp_path: P
     spent = re.search(r"spent ≥(\d+\.\d{6}) USD;", line)
     assert spent is not None and float(spent.group(1)) > 0 and "not counted" in line, line
     report = run_claw(ws.root, "report", *CAMPAIGN, "--no-chart")
-    assert report.code == 2 and "never been built" in report.stderr, report  # (its head never moved)
+    assert report.code == 2 and "killed before it wrote its head" in report.stderr, report  # (its head never moved)
     assert KILLED in report.stderr, report
 
     standin.set_default(text("four"))

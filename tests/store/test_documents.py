@@ -184,6 +184,26 @@ def test_a_hostile_head_field_is_named() -> None:
     assert str(caught.value) == "campaign head h: state: expected a string or null"
 
 
+@pytest.mark.parametrize(("stopped", "message"), [
+    ([], "stopped: expected an object or null"),
+    ({"by": "rm -rf", "runs_not_started": 2}, "stopped: expected by (one of fail_fast, stop_on_runner_error) and "
+                                              "runs_not_started"),
+    ({"by": "fail_fast", "runs_not_started": 2, "x": 1}, "stopped: expected by (one of fail_fast, "
+                                                         "stop_on_runner_error) and runs_not_started"),
+    ({"by": "fail_fast", "runs_not_started": True}, "stopped.runs_not_started: expected a count"),
+    ({"by": "fail_fast", "runs_not_started": -1}, "stopped.runs_not_started: expected a count"),
+])
+def test_a_hostile_heads_stop_is_named(stopped: object, message: str) -> None:
+    """A head's `stopped` (session 78: a build its execution_policy stopped) is shown by report and view: a forged one
+    is refused in one line naming it; a head without one (every head before) reads as not stopped."""
+    with pytest.raises(StoreError) as caught:
+        documents.read_head({"campaign": {}, "nodes": [], "stopped": stopped}, "campaign head h")
+    assert str(caught.value) == f"campaign head h: {message}"
+    assert documents.read_head({"campaign": {}, "nodes": []}, "campaign head h").stopped is None
+    kept = {"by": "fail_fast", "runs_not_started": 2}
+    assert documents.read_head({"campaign": {}, "nodes": [], "stopped": kept}, "campaign head h").stopped == kept
+
+
 @pytest.mark.parametrize(("node", "message"), [
     ({"key": KEY, "address": {}}, "nodes[0].kind: expected a string (the node has none)"),
     ({"kind": "run", "key": KEY, "address": []}, "nodes[0].address: expected an object"),

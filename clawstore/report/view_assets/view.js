@@ -89,7 +89,7 @@
   S.campaigns.forEach((c, i) => {
     campaignsEl.appendChild(h("div", { "data-campaign": c.id },
       compare ? h("b", {}, LETTERS[i] + (i === 0 ? " (baseline): " : ": ")) : "Campaign ", h("code", {}, c.id),
-      " · build " + (c.build_id || "?") + " (" + (c.state || "?") + ", finished " + (c.finished_at || "n/a") + ")",
+      " · build " + (c.build_id || "?") + " (" + (c.state_text || c.state || "?") + ", finished " + (c.finished_at || "n/a") + ")",
       " · cost (USD) runs " + costText(c.run_cost_text, c.run_cost_usd) + " + evaluation " + costText(c.eval_cost_text, c.eval_cost_usd),
       c.untrusted ? h("div", { class: "untrusted" }, c.untrusted) : null));
   });
