@@ -11,18 +11,14 @@ from pathlib import Path
 import pytest
 
 from tests.config.workspace_builder import claw
-from tests.support.workspace import Workspace
+from tests.support.workspace import Workspace, one_case
 
 SECRET = "wJalrXUtnFEMI-not-a-real-secret"
 
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Workspace:
-    workspace = Workspace(tmp_path / "ws")
-    workspace.case("c1", "Question?")
-    workspace.suite("main", ["m1"])
-    workspace.run_profile()
-    return workspace
+    return one_case(tmp_path / "ws")
 
 
 def refused(done: subprocess.CompletedProcess[str], expected: str) -> None:

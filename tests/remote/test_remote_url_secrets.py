@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.config.workspace_builder import claw
-from tests.support.workspace import Workspace
+from tests.support.workspace import Workspace, one_case
 
 SECRET = "wJalrXUtnFEMI-K7MDENG-remote-url-secret"
 
@@ -30,11 +30,7 @@ URLS = {
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Workspace:
-    workspace = Workspace(tmp_path / "ws")
-    workspace.case("c1", "Question?")
-    workspace.suite("main", ["m1"])
-    workspace.run_profile()
-    return workspace
+    return one_case(tmp_path / "ws")
 
 
 def _files(root: Path) -> dict[str, bytes]:

@@ -80,6 +80,15 @@ def standard(root: Path) -> Workspace:
     return ws
 
 
+def one_case(root: Path) -> Workspace:
+    """One case (c1) × one model (m1): a workspace a command can name, for tests of what it refuses."""
+    ws = Workspace(root)
+    ws.case("c1", "Question?")
+    ws.suite("main", ["m1"])
+    ws.run_profile()
+    return ws
+
+
 def many_cases(root: Path, cases: int, concurrency: int = 4) -> Workspace:
     """`cases` cases × two models (m1, m2), one repetition, `concurrency` runs at once."""
     ws = Workspace(root)
