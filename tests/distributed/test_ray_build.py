@@ -126,8 +126,9 @@ def test_killed_workers_requests_are_retried_committed_once_and_their_lost_spend
     assert proc.returncode == 0, err
     retried = {(row["case_id"], row["model_id"]): row for row in json.loads(out) if row["cost_source"] == "unknown"}
     assert retried.keys() == {(row["case_id"], row["model_id"]) for row in unknown}, retried
-    assert all(row["attempts"] == 2 and row["retried"] == "attempt 1 failed: worker_lost"
-               for row in retried.values()), retried
+    for row in retried.values():  # (a retry sent to the other worker before its death was seen is lost too)
+        logged = sorted((row["retried"] or "").split("|"))
+        assert logged == [f"attempt {n} failed: worker_lost" for n in range(1, row["attempts"])] != [], row
 
 
 def test_a_killed_driver_resumes_without_resending_committed_work(cluster: RayCluster, standin: StandIn,
