@@ -20,7 +20,9 @@ from clawstore import __version__
 from clawstore.errors import UsageError
 from clawstore.host.process_end import leave_to_exit
 from clawstore.providers.errors import ProviderError
-from clawstore.providers.usage import SENT_UNANSWERED, WORKER_LOST, Usage
+from clawstore.providers.usage import RUN_LOST, SENT_UNANSWERED, WORKER_LOST, Usage
+from clawstore.values.clock import utc_now_millis
+from clawstore.values.costs import UNKNOWN
 
 if TYPE_CHECKING:
     from clawstore.providers.client import ChatResult
@@ -121,6 +123,31 @@ def _openclaw_on_node(spec: OpenClawSpec, objects: dict[str, bytes]) -> tuple[Op
     return outcome, made
 
 
+def after_lost_runs(outcome: OpenClawOutcome, lost: int) -> OpenClawOutcome:
+    """The outcome of an OpenClaw case made again after `lost` runs whose worker died under them: its cost
+    unknown (those runs may have sent paid requests), at least what this run spent (its known part, as a
+    run cut off with requests in flight has, runners/openclaw/runner.py), and a runner event saying so."""
+    if not lost:
+        return outcome
+    artifact = dict(outcome.artifact)
+    usage = dict(artifact.get("usage") or {})
+    if not (usage.get("nothing_sent") or usage.get("usage_rejected") or usage.get("tokens_unknown")):
+        normalized, cost = usage.get("normalized") or {}, usage.get("cost_usd")
+        usage.update(input_tokens_known=normalized.get("input_tokens") or 0,
+                     output_tokens_known=normalized.get("output_tokens") or 0)
+        if isinstance(cost, int | float) and usage.get("cost_source") != UNKNOWN:
+            usage["cost_known_usd"] = cost
+    usage.pop("nothing_sent", None)  # (this run sent nothing; the lost ones may have)
+    usage.update(cost_usd=None, cost_source=UNKNOWN, usage_rejected=usage.get("usage_rejected") or RUN_LOST)
+    artifact["usage"] = usage
+    trace = list(artifact.get("trace") or [])
+    trace.append({"sequence": len(trace), "event_type": "runner", "timestamp": utc_now_millis(), "name": "worker_lost",
+                  "detail": f"{lost} earlier run(s) of this case lost with their Ray worker: their spend is unknown",
+                  "metadata": {"lost_runs": lost}})
+    artifact["trace"] = trace
+    return dataclasses.replace(outcome, artifact=artifact)
+
+
 def _ping(actor: Any) -> Any:
     """An actor's `node()`, answered once it has (re)started: Ray retries it over a worker's death (nothing paid)."""
     return actor.node.options(max_task_retries=-1).remote()
@@ -199,9 +226,9 @@ class RayClient:
         self._started: list[Any] = []
         self._turn = itertools.count()
         self._lock = threading.Lock()
-        # A container per task, one CPU each: Ray places them where CPUs are free, and a task whose
-        # worker died is run again elsewhere.
-        self._openclaw = ray.remote(num_cpus=1, max_retries=3)(_openclaw_on_node)
+        # A container per task, one CPU each: Ray places them where CPUs are free. A task whose worker
+        # died is run again by the driver (run_openclaw), which counts the lost run, not by Ray.
+        self._openclaw = ray.remote(num_cpus=1, max_retries=0)(_openclaw_on_node)
 
     @property
     def nodes(self) -> int:
@@ -267,13 +294,25 @@ class RayClient:
         """Run one OpenClaw case on the cluster (see _openclaw_on_node)."""
         ray = self._ray
         patience = spec.timeout_seconds + 600  # the run's own limit, plus the engine starting a container
-        try:
-            return ray.get(self._openclaw.remote(spec, objects), timeout=patience)  # type: ignore[no-any-return]
-        except ray.exceptions.RayTaskError as exc:
-            raise exc.cause from None
-        except (ray.exceptions.GetTimeoutError, ray.exceptions.RayError) as exc:
-            raise ProviderError("transport_error", f"the Ray cluster did not run the OpenClaw case "
-                                f"({type(exc).__name__})", retryable=True) from None
+        lost = 0  # runs whose worker died under them: each may have sent paid requests
+        while True:
+            try:
+                outcome, made = ray.get(self._openclaw.remote(spec, objects), timeout=patience)
+            except ray.exceptions.RayTaskError as exc:
+                raise exc.cause from None
+            except (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError) as exc:
+                lost += 1
+                if lost <= LOST_WORKER_RETRIES:
+                    continue
+                raise ProviderError("transport_error", f"the Ray worker running the OpenClaw case died ({lost} "
+                                    f"times: {type(exc).__name__})", retryable=True, attempts=lost,
+                                    usage=Usage.not_believed(RUN_LOST)) from None
+            except (ray.exceptions.GetTimeoutError, ray.exceptions.RayError) as exc:
+                # The run may be under way still, or have been: what it cost is unknown, never 0.
+                raise ProviderError("transport_error", f"the Ray cluster did not run the OpenClaw case "
+                                    f"({type(exc).__name__})", retryable=True,
+                                    usage=Usage.not_believed(RUN_LOST if lost else SENT_UNANSWERED)) from None
+            return after_lost_runs(outcome, lost), made
 
     def close(self) -> None:
         # The actors stay for the next build (idle, no CPU reserved). In the `claw` program the
