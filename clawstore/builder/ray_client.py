@@ -4,10 +4,12 @@ driver plans, bounds concurrency and commits each result exactly once. Details: 
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 import socket
 import threading
+import time
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -18,6 +20,9 @@ from clawstore import __version__
 from clawstore.errors import UsageError
 from clawstore.host.process_end import leave_to_exit
 from clawstore.providers.errors import ProviderError
+from clawstore.providers.usage import RUN_LOST, SENT_UNANSWERED, WORKER_LOST, Usage
+from clawstore.values.clock import utc_now_millis
+from clawstore.values.costs import UNKNOWN
 
 if TYPE_CHECKING:
     from clawstore.providers.client import ChatResult
@@ -29,6 +34,9 @@ ACTOR_CONCURRENCY = 256  # requests one node's actor serves at once (threads wai
 DEFAULT_REQUEST_TIMEOUT_S = 600.0
 MAX_BACKOFF_S = 60.0
 CONNECT_TIMEOUT_S = 5.0  # for the cluster's address to accept a connection at all
+# A request whose worker died is sent again, by the driver, at most this many times (as Ray's own retries did before
+# session 78: they re-sent it unseen, and the lost attempt's spend, unknown, was dropped from the run's cost).
+LOST_WORKER_RETRIES = 3
 
 
 def _code_tag() -> str:
@@ -115,6 +123,70 @@ def _openclaw_on_node(spec: OpenClawSpec, objects: dict[str, bytes]) -> tuple[Op
     return outcome, made
 
 
+def after_lost_runs(outcome: OpenClawOutcome, lost: int) -> OpenClawOutcome:
+    """The outcome of an OpenClaw case made again after `lost` runs whose worker died under them: its cost
+    unknown (those runs may have sent paid requests), at least what this run spent (its known part, as a
+    run cut off with requests in flight has, runners/openclaw/runner.py), and a runner event saying so."""
+    if not lost:
+        return outcome
+    artifact = dict(outcome.artifact)
+    usage = dict(artifact.get("usage") or {})
+    if not (usage.get("nothing_sent") or usage.get("usage_rejected") or usage.get("tokens_unknown")):
+        normalized, cost = usage.get("normalized") or {}, usage.get("cost_usd")
+        usage.update(input_tokens_known=normalized.get("input_tokens") or 0,
+                     output_tokens_known=normalized.get("output_tokens") or 0)
+        if isinstance(cost, int | float) and usage.get("cost_source") != UNKNOWN:
+            usage["cost_known_usd"] = cost
+    usage.pop("nothing_sent", None)  # (this run sent nothing; the lost ones may have)
+    usage.update(cost_usd=None, cost_source=UNKNOWN, usage_rejected=usage.get("usage_rejected") or RUN_LOST)
+    artifact["usage"] = usage
+    trace = list(artifact.get("trace") or [])
+    trace.append({"sequence": len(trace), "event_type": "runner", "timestamp": utc_now_millis(), "name": "worker_lost",
+                  "detail": f"{lost} earlier run(s) of this case lost with their Ray worker: their spend is unknown",
+                  "metadata": {"lost_runs": lost}})
+    artifact["trace"] = trace
+    return dataclasses.replace(outcome, artifact=artifact)
+
+
+def _ping(actor: Any) -> Any:
+    """An actor's `node()`, answered once it has (re)started: Ray retries it over a worker's death (nothing paid)."""
+    return actor.node.options(max_task_retries=-1).remote()
+
+
+class _Lost:
+    """The attempts of one request whose worker died under them, before the one that came back: entered in
+    its result as the provider client enters its own attempts (ProviderClient.chat), their usage unknown as
+    that of a request sent and not answered (a lost reply may have been billed), code `worker_lost`."""
+
+    def __init__(self) -> None:
+        self.usage = Usage.unsent()
+        self.log: list[dict[str, Any]] = []
+
+    @property
+    def count(self) -> int:
+        return len(self.log)
+
+    def add(self, usage: Usage) -> None:
+        self.usage = self.usage + usage
+        self.log.append({"attempt": self.count + 1, "code": "worker_lost", "status_code": None})
+
+    def _shifted(self, log: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [*self.log, *({**entry, "attempt": entry.get("attempt", 0) + self.count} for entry in log)]
+
+    def before(self, exc: BaseException) -> BaseException:
+        """`exc` (the worker's error, or the driver's), with these attempts before its own."""
+        if self.count and isinstance(exc, ProviderError):
+            exc.usage, exc.attempts = self.usage + exc.usage, exc.attempts + self.count
+            exc.attempt_log = self._shifted(exc.attempt_log)
+        return exc
+
+    def before_result(self, result: ChatResult) -> ChatResult:
+        if not self.count:
+            return result
+        return dataclasses.replace(result, usage=self.usage + result.usage, attempts=result.attempts + self.count,
+                                   attempt_log=self._shifted(result.attempt_log))
+
+
 class RayClient:
     """The provider client of a distributed build: `chat()` as in ProviderClient, run on the cluster."""
 
@@ -135,8 +207,10 @@ class RayClient:
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         nodes = [n["NodeID"] for n in ray.nodes() if n.get("Alive")]
+        # No retries by Ray: a request whose worker died may have been answered and billed; the driver sends it
+        # again and counts the lost attempt (chat). Its ping alone is retried (`_ping`).
         actor = ray.remote(num_cpus=0, max_concurrency=ACTOR_CONCURRENCY, max_restarts=-1,
-                           max_task_retries=3)(_ChatWorker)
+                           max_task_retries=0)(_ChatWorker)
         # One actor per node; soft affinity: a lost node's actor restarts on another. Detached and named
         # by this claw's code: the next build on the cluster finds them running (starting one takes
         # about half a second), and another version of claw never uses them.
@@ -148,13 +222,13 @@ class RayClient:
         # Requests go to the actors that have started, in turn: on a new cluster one node's actor is up
         # before the other's (a worker process to start on each), and the first requests need not wait
         # for the slowest node. Each actor answers a ping once it has started.
-        self._starting = {actor.node.remote(): actor for actor in self._actors}
+        self._starting = {_ping(actor): actor for actor in self._actors}
         self._started: list[Any] = []
         self._turn = itertools.count()
         self._lock = threading.Lock()
-        # A container per task, one CPU each: Ray places them where CPUs are free, and a task whose
-        # worker died is run again elsewhere.
-        self._openclaw = ray.remote(num_cpus=1, max_retries=3)(_openclaw_on_node)
+        # A container per task, one CPU each: Ray places them where CPUs are free. A task whose worker
+        # died is run again by the driver (run_openclaw), which counts the lost run, not by Ray.
+        self._openclaw = ray.remote(num_cpus=1, max_retries=0)(_openclaw_on_node)
 
     @property
     def nodes(self) -> int:
@@ -176,32 +250,69 @@ class RayClient:
             ready = self._started or self._actors
             return ready[next(self._turn) % len(ready)]
 
+    def _lost(self, actor: Any) -> None:
+        """A worker died under `actor`: Ray starts it again; requests go to the other started actors until
+        it answers a ping (one sent to it now would fail as this one did)."""
+        with self._lock:
+            if actor in self._started:
+                self._started.remove(actor)
+                self._starting[_ping(actor)] = actor
+
     def chat(self, endpoint: Endpoint, body: dict[str, Any], timeout: float | None = None,
              retries: int = 5) -> ChatResult:
         ray = self._ray
         # However long the worker may legitimately take (every attempt timing out), plus a margin: a
-        # cluster that died must fail the node, not hang the build.
+        # cluster that died must fail the node, not hang the build. One patience for all its workers.
         patience = ((timeout or DEFAULT_REQUEST_TIMEOUT_S) + MAX_BACKOFF_S) * (max(retries, 0) + 1) + 60
-        actor = self._actor(patience)
-        try:
-            return ray.get(actor.chat.remote(endpoint, body, timeout, retries), timeout=patience)
-        except ray.exceptions.RayTaskError as exc:
-            raise exc.cause from None  # the worker's own error (ProviderError, MissingApiKeyError, ...)
-        except (ray.exceptions.GetTimeoutError, ray.exceptions.RayError) as exc:
-            raise ProviderError("transport_error", f"the Ray cluster did not answer ({type(exc).__name__})",
-                                retryable=True) from None
+        deadline = time.monotonic() + patience
+        lost = _Lost()
+        while True:
+            actor = self._actor(max(deadline - time.monotonic(), 0.0))
+            try:
+                result = ray.get(actor.chat.remote(endpoint, body, timeout, retries),
+                                 timeout=max(deadline - time.monotonic(), 0.0))
+            except ray.exceptions.RayTaskError as exc:
+                raise lost.before(exc.cause) from None  # the worker's own (ProviderError, MissingApiKeyError, ...)
+            except ray.exceptions.RayActorError as exc:
+                # The worker died with the request (or the actor could not be made: then it never ran).
+                never_ran = getattr(exc, "actor_init_failed", False)
+                lost.add(Usage.unsent() if never_ran else Usage.not_believed(WORKER_LOST))
+                self._lost(actor)
+                if lost.count > LOST_WORKER_RETRIES or time.monotonic() >= deadline:
+                    raise lost.before(ProviderError(
+                        "transport_error", f"the Ray worker running the request died ({lost.count} times: "
+                        f"{type(exc).__name__})", retryable=True, usage=Usage.unsent(), attempts=0)) from None
+                continue
+            except (ray.exceptions.GetTimeoutError, ray.exceptions.RayError) as exc:
+                # The request may be under way still, or have been: what it cost is unknown, never 0.
+                raise lost.before(ProviderError(
+                    "transport_error", f"the Ray cluster did not answer ({type(exc).__name__})", retryable=True,
+                    usage=Usage.not_believed(SENT_UNANSWERED))) from None
+            return lost.before_result(result)
 
     def run_openclaw(self, spec: OpenClawSpec, objects: dict[str, bytes]) -> tuple[OpenClawOutcome, dict[str, bytes]]:
         """Run one OpenClaw case on the cluster (see _openclaw_on_node)."""
         ray = self._ray
         patience = spec.timeout_seconds + 600  # the run's own limit, plus the engine starting a container
-        try:
-            return ray.get(self._openclaw.remote(spec, objects), timeout=patience)  # type: ignore[no-any-return]
-        except ray.exceptions.RayTaskError as exc:
-            raise exc.cause from None
-        except (ray.exceptions.GetTimeoutError, ray.exceptions.RayError) as exc:
-            raise ProviderError("transport_error", f"the Ray cluster did not run the OpenClaw case "
-                                f"({type(exc).__name__})", retryable=True) from None
+        lost = 0  # runs whose worker died under them: each may have sent paid requests
+        while True:
+            try:
+                outcome, made = ray.get(self._openclaw.remote(spec, objects), timeout=patience)
+            except ray.exceptions.RayTaskError as exc:
+                raise exc.cause from None
+            except (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError) as exc:
+                lost += 1
+                if lost <= LOST_WORKER_RETRIES:
+                    continue
+                raise ProviderError("transport_error", f"the Ray worker running the OpenClaw case died ({lost} "
+                                    f"times: {type(exc).__name__})", retryable=True, attempts=lost,
+                                    usage=Usage.not_believed(RUN_LOST)) from None
+            except (ray.exceptions.GetTimeoutError, ray.exceptions.RayError) as exc:
+                # The run may be under way still, or have been: what it cost is unknown, never 0.
+                raise ProviderError("transport_error", f"the Ray cluster did not run the OpenClaw case "
+                                    f"({type(exc).__name__})", retryable=True,
+                                    usage=Usage.not_believed(RUN_LOST if lost else SENT_UNANSWERED)) from None
+            return after_lost_runs(outcome, lost), made
 
     def close(self) -> None:
         # The actors stay for the next build (idle, no CPU reserved). In the `claw` program the

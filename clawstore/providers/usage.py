@@ -198,11 +198,16 @@ TURN_NOT_REPORTED = "usage: an OpenClaw turn reports no input and output token c
 TURN_NO_RESULT = "usage: an OpenClaw turn ended without a result (crashed, timed out, stopped): what it sent is unknown"
 SENT_UNANSWERED = ("usage: a request was sent and its reply never read whole (timed out, connection lost, too large): "
                    "what the provider counted is unknown")
+WORKER_LOST = ("usage: a request's Ray worker died before its reply came back (the request may have been sent and "
+               "answered): what the provider counted is unknown")
+RUN_LOST = ("usage: an OpenClaw run's Ray worker died under it and the run was made again: what the lost run's "
+            "requests counted is unknown")
 UNREADABLE_REPLY = ("usage: a 2xx reply claw could not read as an answer (malformed): the provider may have billed it, "
                     "what it counted is unknown")
 # Why a usage is unknown when no cost was sent, only token counts are missing (not a reply's numbers refused, one of
 # which may be a cost): at prices of 0 its cost is a known 0 (runners/pricing.py record_cost).
-COUNTS_ALONE = frozenset({NOT_REPORTED, TURN_NOT_REPORTED, TURN_NO_RESULT, SENT_UNANSWERED, UNREADABLE_REPLY})
+COUNTS_ALONE = frozenset({NOT_REPORTED, TURN_NOT_REPORTED, TURN_NO_RESULT, SENT_UNANSWERED, WORKER_LOST,
+                          RUN_LOST, UNREADABLE_REPLY})
 
 
 def counts_alone_unknown(usage: Mapping[str, Any]) -> bool:

@@ -91,20 +91,44 @@ def test_distributed_build_sends_each_request_once_and_matches_local(cluster: Ra
     assert len(outcomes) == 40 and run_outcomes(spread.root / "store") == outcomes
 
 
-def test_a_killed_worker_is_retried_and_committed_once(cluster: RayCluster, standin: StandIn,
-                                                       tmp_path: Path) -> None:
-    standin.set_default({"content": "fine", "latency": 0.3})
+def test_killed_workers_requests_are_retried_committed_once_and_their_lost_spend_shows(cluster: RayCluster,
+        standin: StandIn, tmp_path: Path) -> None:
+    """A request in flight on a killed worker may have been answered and billed: its run is sent again and
+    committed once, and its cost reads unknown with the answer's as its known part, as a local timeout's does
+    (before session 78 Ray re-sent it itself and the run's cost was the second answer's, a known number)."""
+    standin.set_default({"content": "fine", "latency": 0.3})  # (each answer reports its cost)
     ws = many_cases(tmp_path / "ws", cases=15, concurrency=6)
     proc = claw(ws, standin, *BUILD, "--executor", "ray", "--ray-address", cluster.address)
     wait_for_requests(standin, 8)
     workers = cluster.worker_pids()
     assert workers, "the build's provider actors run on the cluster"
-    os.kill(workers[-1], signal.SIGKILL)
+    for pid in workers:  # (every node's: the requests may all be on the actor that started first)
+        os.kill(pid, signal.SIGKILL)
     report = finish(proc)
     assert report["counts"]["executed"] == 30 and report["counts"]["failed"] == 0
     assert len(answers(ws, standin)) == 30  # every run committed, once
-    # Retried requests are the ones in flight when the worker died: at most the concurrency.
+    # Retried requests are the ones in flight when the workers died: at most the concurrency.
     assert 30 <= len(standin.requests) <= 30 + 6
+    lost = len(standin.requests) - 30  # answered by the stand-in (so billed), their answers lost with the worker
+    assert lost >= 1, "the kill caught requests in flight"
+    metrics, rows = report["metrics"], report["rows"]
+    unknown = [row for row in rows if row["cost_source"] == "unknown"]
+    assert metrics["cost_usd"] is None and metrics["cost_unknown"] == len(unknown) >= lost, metrics
+    assert all(row["cost_usd"] is None for row in unknown), unknown
+    # Every run's answer reported the same cost: the known part is all 30 of them, the lost attempts apart.
+    [each] = {row["cost_usd"] for row in rows if row not in unknown}
+    assert metrics["cost_known_usd"] == pytest.approx(30 * each), metrics
+    # Each such run says why: its lost attempt, logged as the provider client logs its own failed ones.
+    proc = claw(ws, standin, "query", "select r.case_id, r.model_id, r.cost_source, r.attempts, string_agg(m.content, "
+                "'|') filter (where m.tool_name = 'provider_retry') as retried from runs r left join messages m "
+                "on m.run_key = r.key group by all", "--format", "json")
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    retried = {(row["case_id"], row["model_id"]): row for row in json.loads(out) if row["cost_source"] == "unknown"}
+    assert retried.keys() == {(row["case_id"], row["model_id"]) for row in unknown}, retried
+    for row in retried.values():  # (a retry sent to the other worker before its death was seen is lost too)
+        logged = sorted((row["retried"] or "").split("|"))
+        assert logged == [f"attempt {n} failed: worker_lost" for n in range(1, row["attempts"])] != [], row
 
 
 def test_a_killed_driver_resumes_without_resending_committed_work(cluster: RayCluster, standin: StandIn,

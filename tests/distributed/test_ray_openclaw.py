@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -95,4 +97,45 @@ def test_openclaw_cases_run_on_the_cluster_and_are_stored_by_the_driver(
     assert len(nodes_docker.calls("run")) - before == 8
     done = subprocess.run([sys.executable, "-m", "clawstore.cli", "fsck"], cwd=ws.root, capture_output=True,
                           text=True, timeout=300, env={k: v for k, v in os.environ.items() if k != "CLAW_STORE"})
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_an_openclaw_run_lost_with_its_worker_is_run_again_and_its_spend_shows(
+        cluster: RayCluster, nodes_docker: FakeDocker, tmp_path: Path) -> None:
+    """A run whose Ray worker is killed while its agent works may have sent paid requests: the driver runs the
+    case again, and its cost reads unknown, at least what the run that finished spent (before session 78 Ray ran
+    it again itself and the case's cost was the second run's alone, a known number)."""
+    driver = _fake(tmp_path / "driver-engine")
+    ws = _workspace(tmp_path / "ws", driver.cli)
+    ws.edit("suites/main.yaml", lambda d: [m.update(pricing={"input": 1.0, "output": 2.0}) for m in d["models"]])
+    env = {k: v for k, v in os.environ.items() if k != "CLAW_STORE"}
+    env.update({"OPENROUTER_API_KEY": SECRET, "FAKE_DOCKER_STATE": str(driver.state),
+                "FAKE_DOCKER_SCENARIO": str(driver.scenario_path)})
+    nodes_docker.script(turns=[{**TURNS[0], "sleep": 2}])  # the agent at work long enough to be killed in
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "clawstore.cli", "build", "--suite", "main", "--run-profile",
+                                 "rp", "--output", "json", "--executor", "ray", "--ray-address", cluster.address],
+                                cwd=ws.root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 180
+        while not (working := cluster.worker_pids(b"ray::_openclaw_on_node")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert working, "an OpenClaw case runs on the cluster"
+        for pid in working:
+            os.kill(pid, signal.SIGKILL)
+        out, err = proc.communicate(timeout=600)
+    finally:
+        nodes_docker.script(turns=TURNS)
+        nodes_docker.end_containers()
+    assert proc.returncode == 0, err
+    assert SECRET not in out + err
+    report = json.loads(out)
+    rows, metrics = report["rows"], report["metrics"]
+    assert len(rows) == 4 and {row["status"] for row in rows} == {"success"}, rows
+    unknown = [row for row in rows if row["cost_source"] == "unknown"]
+    assert len(unknown) == len(working) and all(row["cost_usd"] is None for row in unknown), rows
+    assert metrics["cost_usd"] is None and metrics["cost_unknown"] == len(working), metrics
+    [each] = {row["cost_usd"] for row in rows if row not in unknown}  # (each run: the same tokens, priced)
+    assert metrics["cost_known_usd"] == pytest.approx(4 * each), metrics
+    done = subprocess.run([sys.executable, "-m", "clawstore.cli", "fsck"], cwd=ws.root, capture_output=True,
+                          text=True, timeout=300, env=env)  # (its artifact, a trace event added, is a valid one)
     assert done.returncode == 0, done.stdout + done.stderr

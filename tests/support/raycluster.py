@@ -48,16 +48,23 @@ class RayCluster:
     ray: str
     env: dict[str, str]
 
-    def worker_pids(self) -> list[int]:
-        """Processes of the provider actors (`ray::_ChatWorker`)."""
+    port: int = 0
+    temp: str = ""
+
+    def worker_pids(self, title: bytes = b"ray::_ChatWorker") -> list[int]:
+        """Processes of this cluster's provider actors (`ray::_ChatWorker`; `title`: Ray's title of a worker running
+        a task, `ray::<function>`) started by one of its raylets: never another cluster's on the machine (another
+        test run's), which a test that kills a worker must not touch."""
+        ours = set(_cluster_pids(self.port, self.temp))
         pids = []
         for entry in Path("/proc").iterdir():
             if entry.name.isdigit():
                 try:
                     cmdline = (entry / "cmdline").read_bytes()
-                except OSError:
+                    parent = int((entry / "stat").read_text().rpartition(")")[2].split()[1])
+                except (OSError, ValueError, IndexError):
                     continue
-                if cmdline.startswith(b"ray::_ChatWorker"):
+                if cmdline.startswith(title) and parent in ours:
                     pids.append(int(entry.name))
         return pids
 
@@ -85,7 +92,7 @@ def ray_cluster(env: dict[str, str], prestart: bool = True) -> Iterator[RayClust
                         "--temp-dir", temp, *common], env=full_env, check=True, capture_output=True, timeout=180)
         subprocess.run([ray, "start", "--address", f"{HOST}:{port}", *common], env=full_env, check=True,
                        capture_output=True, timeout=180)
-        yield RayCluster(f"{HOST}:{port}", ray, full_env)
+        yield RayCluster(f"{HOST}:{port}", ray, full_env, port, temp)
     finally:
         _stop(port, temp)
         shutil.rmtree(temp, ignore_errors=True)
