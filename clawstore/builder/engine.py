@@ -163,7 +163,8 @@ def run_build(campaign: Campaign, store: Store, options: BuildOptions, *, window
                            "run_profile_id": campaign.run_profile.run_profile_id,
                            "evaluation_profile_id": eval_id}, filter=options.filter, planned_from=planned_from)
     report.build_id, report.campaign = log.build_id, log.doc.campaign
-    progress = open_progress(options.progress, planned_cost_usd=options.planned_cost_usd)
+    progress = open_progress(options.progress, planned_cost_usd=options.planned_cost_usd,
+                             planned_layers=options.planned_layers)
     session = BuildSession(
         store, log, options, ClaimBoard(store.root, owner=log.build_id), concurrency, progress,
         budget=Budget(options.max_cost_usd, lambda: log.metrics) if options.max_cost_usd is not None else None,
@@ -255,7 +256,8 @@ class _Windowed:
             _stop_if(noted)
             self.planned_runs += len(runs)
             stale = self._runs_phase(runs)
-            judges = self.eval_layer.judge_phase(self.session, waiting[2]) if self.eval_layer and waiting else []
+            judges = (self.eval_layer.judge_phase(self.session, waiting[2], len(waiting[0]))
+                      if self.eval_layer and waiting else [])
             self._execute(judges + stale)
             if waiting is not None:
                 self._conclude(waiting[0], waiting[1])
@@ -265,7 +267,7 @@ class _Windowed:
         if waiting is not None:
             assert self.eval_layer is not None
             _stop_if(noted)
-            self._execute(self.eval_layer.judge_phase(self.session, waiting[2]))
+            self._execute(self.eval_layer.judge_phase(self.session, waiting[2], len(waiting[0])))
             self._conclude(waiting[0], waiting[1])
 
     def _runs_phase(self, runs: list[Node]) -> list[Node]:

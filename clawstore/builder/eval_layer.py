@@ -416,7 +416,7 @@ class EvalLayer:
         keeps of this layer). The budget (--max-cost) gates the judges only: checks and results cost no
         provider call. (A windowed build calls the three steps itself: builder/engine.py.)"""
         evaluations, judges = self.prepare(session, run_nodes)
-        execute_nodes(session, self.judge_phase(session, judges), self.judge_work(session), paid=True,
+        execute_nodes(session, self.judge_phase(session, judges, len(run_nodes)), self.judge_work(session), paid=True,
                       lane_of=self.judge_lane)
         return self.conclude(session, evaluations), self.addresses(evaluations)
 
@@ -427,6 +427,7 @@ class EvalLayer:
         evaluations = [self.start(run) for run in run_nodes]
         self._layer(session, [ev.checks for ev in evaluations if ev.checks], self._exec_checks, "checks",
                     here=_declarative)
+        session.progress.evaluated("checks", len(run_nodes))
         for ev in evaluations:
             self.plan_judges(ev)
         judges = [j for ev in evaluations for j in ev.judges]
@@ -465,9 +466,11 @@ class EvalLayer:
         if not readers and self._artifact_readers.pop(run, None) is not None:
             run.made = None
 
-    def judge_phase(self, session: BuildSession, judges: list[Node]) -> list[Node]:
-        """Log the fresh judgements as reused and show the layer; the stale ones, to execute."""
-        return self._phase(session, judges, "judges")
+    def judge_phase(self, session: BuildSession, judges: list[Node], runs: int) -> list[Node]:
+        """Log the fresh judgements (of `runs` runs) as reused and show the layer; the stale ones, to execute."""
+        stale = self._phase(session, judges, "judges")
+        session.progress.evaluated("judges", runs)
+        return stale
 
     def judge_work(self, session: BuildSession) -> Callable[[Node], Stored]:
         """What executes one judgement of this build (`execute_nodes`' work)."""
@@ -480,6 +483,7 @@ class EvalLayer:
             self.plan_result(ev)
         self._layer(session, [ev.result for ev in evaluations if ev.result], self._exec_result, "results",
                     here=lambda node: True)
+        session.progress.evaluated("results", len(evaluations))
         for ev in evaluations:
             self._artifact_readers.pop(ev.run, None)  # (judgements that never started: skipped, or a budget's stop)
             for n in (ev.run, *ev.nodes()):

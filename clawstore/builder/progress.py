@@ -8,7 +8,7 @@ import json
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TextIO
@@ -69,6 +69,8 @@ class _State:
     requests: int = 0
     models: dict[str, _Model] = field(default_factory=dict)
     phases: Counter[str] = field(default_factory=Counter)  # nodes to execute, by kind's label (runs, judges, ...)
+    begun: Counter[str] = field(default_factory=Counter)  # nodes of the layers begun, executed or reused, by kind
+    evaluated: Counter[str] = field(default_factory=Counter)  # runs whose checks, judges, results layer has begun
     input_tokens: int = 0  # of the paid nodes whose tokens are known
     output_tokens: int = 0
     tokens_unknown: int = 0  # paid nodes whose tokens are unknown: the sums above are what is known (`≥`)
@@ -83,8 +85,14 @@ class _State:
 class BuildProgress:
     """The counts every display shows; subclasses draw them. Safe to call from worker threads."""
 
-    def __init__(self, planned_cost_usd: float | None = None):
+    def __init__(self, planned_cost_usd: float | None = None,
+                 planned_layers: Mapping[str, Mapping[str, int]] | None = None):
         self.planned_cost_usd = planned_cost_usd
+        # The plan's nodes by layer (kind -> execute, reuse: SpendPlan.layers), made before the build began: a layer's
+        # stale nodes are known only as it begins (a judgement's staleness depends on its run's record), and a total
+        # of the layers begun alone read `6/9 nodes`, ETA near zero, with the judges and results still to come.
+        self.planned_layers = {kind: (int(c.get("execute", 0)), int(c.get("execute", 0)) + int(c.get("reuse", 0)))
+                               for kind, c in (planned_layers or {}).items()}
         self.state = _State()
         self._lock = threading.Lock()
         # Nodes started on worker threads, counted as running by the next reader: a deque's append needs no lock, so
@@ -102,6 +110,8 @@ class BuildProgress:
                 s.phases[_LAYER_LABEL.get(node.kind, node.kind)] += 1  # (by kind: a batch's phase is one of its own)
             for node in reused:
                 self._model(node).reused += 1
+            if stale or reused:  # (a phase's nodes are of one layer: no count per node)
+                s.begun[(stale or reused)[0].kind] += len(stale) + len(reused)
         self.on_phase(label, len(stale), len(reused))
 
     def started(self, node: Node) -> None:
@@ -178,6 +188,27 @@ class BuildProgress:
             self.state.stopping = (f"Ctrl-C: no new node starts; waiting for {running} running "
                                    "(Ctrl-C again cancels them)")
         self.on_interrupt(running)
+
+    def evaluated(self, label: str, runs: int) -> None:
+        """The layer `label` (checks, judges, results) of `runs` runs has begun: whatever nodes it had (a failed run has
+        none), no more of them are to come."""
+        with self._lock:
+            self.state.evaluated[label] += runs
+
+    def expected(self) -> dict[str, int]:
+        """The nodes the plan expects to execute in the layers not wholly begun (under `_lock`), by label, in the
+        build's order: a layer's planned executions less those begun, until every run's part of it has begun (then
+        none, whatever the count turned out to be: new checks may equal stored ones, a failed run has no judgement)."""
+        s = self.state
+        runs = self.planned_layers.get("run", (0, 0))[1]
+        left: dict[str, int] = {}
+        for kind, label in _LAYER_LABEL.items():  # (workplan.LAYERS' order; importing it would make a circle)
+            planned = self.planned_layers.get(kind)
+            if planned is None or planned[0] <= s.phases[label]:
+                continue
+            if (s.begun[kind] < planned[1]) if kind == "run" else (s.evaluated[label] < runs):
+                left[label] = planned[0] - s.phases[label]
+        return left
 
     def running(self) -> int:
         """Nodes started and not finished (a second Ctrl-C cancels them, whatever they had spent)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import TextIO
 
@@ -43,8 +44,9 @@ def _tokens(known: int, unknown: int, paid: int) -> str:
 
 
 class LiveProgress(BuildProgress):
-    def __init__(self, stream: TextIO, planned_cost_usd: float | None = None):
-        super().__init__(planned_cost_usd)
+    def __init__(self, stream: TextIO, planned_cost_usd: float | None = None,
+                 planned_layers: Mapping[str, Mapping[str, int]] | None = None):
+        super().__init__(planned_cost_usd, planned_layers)
         self.console = Console(file=stream, force_terminal=True, highlight=False)
         self.live = Live(console=self.console, get_renderable=self.render, refresh_per_second=REFRESH_PER_SECOND,
                          redirect_stdout=False, redirect_stderr=False, transient=False)
@@ -59,12 +61,19 @@ class LiveProgress(BuildProgress):
         s = self.state
         elapsed = max(time.monotonic() - s.started_at, 1e-6)
         rate = s.done / elapsed
-        eta = (s.total - s.done) / rate if rate > 0 and s.total > s.done else (0.0 if s.total else None)
+        # The layers not begun count as the plan expects (`~`: an estimate, each node at the pace so far), or the bar
+        # stood near its end with an ETA near zero while the judgements (and their spend) were still to come.
+        expected = self.expected()
+        total = s.total + sum(expected.values())
+        eta = (total - s.done) / rate if rate > 0 and total > s.done else (0.0 if total else None)
         bar = Table.grid(padding=(0, 1))
         title = f"claw build · {s.layer}" if s.layer else "claw build"
-        bar.add_row(Text(title, style="bold"), ProgressBar(total=max(s.total, 1), completed=s.done, width=30),
-                    Text(f"{s.done}/{s.total} nodes" + (f" ({s.pending} pending in a batch)" if s.pending else "")))
-        pace = Text.assemble((f"ETA {_clock(eta)}", "cyan"), f" · {s.requests / elapsed:.1f} requests/s · ",
+        later = f" (+{sum(expected.values()):,} expected)" if expected else ""
+        bar.add_row(Text(title, style="bold"), ProgressBar(total=max(total, 1), completed=s.done, width=30),
+                    Text(f"{s.done}/{s.total} nodes" + later
+                         + (f" ({s.pending} pending in a batch)" if s.pending else "")))
+        pace = Text.assemble((f"ETA {'~' if expected else ''}{_clock(eta)}", "cyan"),
+                             f" · {s.requests / elapsed:.1f} requests/s · ",
                              (f"elapsed {_clock(elapsed)}", "dim"))
         models = Table(box=None, padding=(0, 2), show_edge=False, header_style="bold")
         now = time.time()
@@ -81,6 +90,9 @@ class LiveProgress(BuildProgress):
         spend = Text(f"tokens in {_tokens(s.input_tokens, unknown, paid)} · out "
                      f"{_tokens(s.output_tokens, unknown, paid)} · cost {_spent(s.cost)}{plan}")
         parts: list[RenderableType] = [bar, pace, models, spend]
+        if expected:  # (a line of its own: beside the bar it wrapped on an 80-column terminal)
+            parts.insert(2, Text("expected by the plan, not begun: "
+                                 + " · ".join(f"{label} {n:,}" for label, n in expected.items()), style="dim"))
         for wait in held.values():  # the judges' models have no row of their own
             parts.append(Text(f"waiting: {wait_text(wait)}", style="yellow"))
         parts.extend(Text(line, style="cyan") for line in s.batches)
@@ -93,4 +105,6 @@ class LiveProgress(BuildProgress):
         return Group(*parts)
 
     def close(self) -> None:
+        with self._lock:
+            self.planned_layers = {}  # the build is over: its last state is what it did, nothing is expected
         self.live.stop()  # draws the final state once more and leaves it on screen

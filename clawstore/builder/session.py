@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from math import fsum
 from typing import TYPE_CHECKING, Any
@@ -95,6 +95,9 @@ class BuildOptions:
     max_cost_usd: float | None = None  # --max-cost: no new provider-calling node once this much is spent
     progress: str = "auto"  # auto | live | plain | json | none (clawstore/builder/progress.py)
     planned_cost_usd: float | None = None  # the plan's estimate, shown next to what is spent
+    # The plan's nodes by layer (SpendPlan.layers: kind -> execute, reuse, unplanned): the live display counts those of
+    # the layers not begun yet in its total and ETA. None: no plan made (the other displays make none).
+    planned_layers: Mapping[str, Mapping[str, int]] | None = None
     executor: str = "local"  # local | ray: where provider requests run (clawstore/builder/ray_client.py)
     ray_address: str | None = None
     filter: dict[str, list[str]] | None = None  # the --case/--model selection, by id, for the build log

@@ -450,7 +450,9 @@ class Project:
                 planned = self._estimate(s, seen)
             options = BuildOptions(force=s.force, max_concurrency=s.max_concurrency,
                                    fixed_concurrency=s.fixed_concurrency, quiet=s.quiet,
-                                   max_cost_usd=s.max_cost, progress=s.progress, planned_cost_usd=planned,
+                                   max_cost_usd=s.max_cost, progress=s.progress,
+                                   planned_cost_usd=None if planned is None else planned.estimated_cost_usd,
+                                   planned_layers=None if planned is None else planned.layers,
                                    executor=s.executor, ray_address=s.ray_address, batch=s.batch, wait=s.wait,
                                    say=self.say)
             if seen is not None and not seen.planned:  # (no plan made above: one for the note alone)
@@ -511,24 +513,25 @@ class Project:
                      {**{name: 0 for name in TOKEN_METRICS}, "cost_usd": 0.0},
                      from_stamp=True, notes=notes, killed=killed)
 
-    def _estimate(self, s: BuildSettings, seen: UntrustedSeen | None) -> float | None:
-        """The plan's cost estimate for the live display; none is fine (the display then shows spend only)."""
+    def _estimate(self, s: BuildSettings, seen: UntrustedSeen | None) -> SpendPlan | None:
+        """The plan for the live display (its cost estimate, the nodes each layer expects); none is fine (the display
+        then shows spend only, and the layers begun)."""
         from clawstore.spend.estimate import plan_spend
 
         try:
-            return plan_spend(self.campaign, self.store, s.force, s.max_concurrency, s.batch, seen).estimated_cost_usd
+            return plan_spend(self.campaign, self.store, s.force, s.max_concurrency, s.batch, seen)
         except Exception:  # noqa: BLE001 - an estimate is a nicety; the build reports real errors itself
             return None
 
-    def _within_budget(self, s: BuildSettings, seen: UntrustedSeen | None) -> float:
-        """The plan's estimate, within --max-cost; else BudgetRefused (with the plan, for the user)."""
+    def _within_budget(self, s: BuildSettings, seen: UntrustedSeen | None) -> SpendPlan:
+        """The plan, its estimate within --max-cost; else BudgetRefused (with the plan, for the user)."""
         from clawstore.spend.estimate import over_budget, plan_spend, unpriced
 
         assert s.max_cost is not None
         plan = plan_spend(self.campaign, self.store, s.force, s.max_concurrency, s.batch, seen)
         estimate = plan.estimated_cost_usd
         if estimate is not None and estimate <= s.max_cost:
-            return estimate
+            return plan
         if estimate is None:
             why = unpriced(self.campaign, plan)
         else:

@@ -3,6 +3,7 @@ events, the failure reasons in the final table, and Ctrl-C (stop launching, fini
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -10,6 +11,8 @@ import signal
 import sys
 import time
 from pathlib import Path
+
+import pytest
 
 from clawstore.store import Store
 from clawstore.testing.standin import StandIn, error, held, text
@@ -193,3 +196,98 @@ def test_ctrl_c_during_the_judgements_does_not_undercount_what_is_left(ws: Works
     assert said is not None, err
     assert int(said.group(1)) < left and "results" not in said.group("layers"), (err, left)
     assert "claw status counts every node left" in err, err
+
+
+def test_the_total_shown_is_the_builds_from_its_first_layer(ws: Workspace, claw: Claw, standin: StandIn,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Built a case a window (engine.WINDOW_RUNS), each window's runs, checks, judgements and results begin apart: the
+    live display drawn as each layer begins shows the build's 16 nodes (done, begun and expected) from the first,
+    where it showed 2, then 4, 6, ... 16 as the layers of each window began (session 78)."""
+    from rich.console import Console
+
+    from clawstore.builder import engine
+    from clawstore.builder.progress_live import LiveProgress
+
+    eval_profile(ws, repetitions=1)
+    standin.script(JUDGE, judge_reply(7))
+    monkeypatch.setattr(engine, "WINDOW_RUNS", 2)  # (a window holds whole cases: alpha's two runs, then beta's)
+    shown: list[str] = []
+
+    def drawn(self: LiveProgress, label: str, stale: int, reused: int) -> None:
+        console = Console(width=100, no_color=True, record=True, file=io.StringIO())
+        console.print(self.render())
+        shown.append(console.export_text())
+
+    monkeypatch.setattr(LiveProgress, "on_phase", drawn)
+    code, out, err = claw(*BUILD, "--evaluation-profile", "ev", "--progress", "live")
+    assert code == 0, out + err
+    assert len(shown) == 8, shown  # 2 windows x 4 layers
+    totals = []
+    for screen in shown:
+        nodes = re.search(r"\b(\d+)/(\d+) nodes(?: \(\+(\d+) expected\))?", screen)
+        assert nodes is not None, screen
+        totals.append(int(nodes.group(2)) + int(nodes.group(3) or 0))
+    assert totals == [16] * 8, shown
+    assert "expected by the plan, not begun: runs 2 · checks 4 · judges 4 · results 4" in shown[0], shown[0]
+
+
+def _clock_s(clock: str) -> int:
+    hours, minutes, seconds = (int(part) for part in clock.split(":"))
+    return hours * 3600 + minutes * 60 + seconds
+
+
+def _elapsed_s(screen: str) -> int:
+    found = re.search(r"elapsed (\d+:\d\d:\d\d)", screen)
+    return _clock_s(found.group(1)) if found else 0
+
+
+def test_live_total_and_eta_count_the_layers_not_begun(ws: Workspace, env: dict[str, str], standin: StandIn,
+                                                       terminal: Terminal) -> None:
+    """A layer's nodes joined the total only as it began: against a llama.cpp server the display read `6/9 nodes`
+    and an ETA near zero while the judges and results had not begun, and the build ended at 12/12 (session 78). While
+    the runs execute, the total and the ETA count the checks, judgements and results the plan expects."""
+    eval_profile(ws, repetitions=1)
+    ws.run_profile(concurrency=4, defaults={"timeout_seconds": 120})  # (the held replies outlast the 5 s default)
+    standin.set_default(text("an answer"))
+    standin.script("vendor/m2", held("m2"))  # m1's two runs finish, m2's two wait: the runs layer is half done
+    standin.script(JUDGE, judge_reply(7))
+    terminal.start(claw_command(*BUILD, "--evaluation-profile", "ev"), ws.root, child_env(env))
+    try:
+        # 4 runs, 4 checks, 4 judgements, 4 results; 2 runs done after 3 s or more
+        mid = terminal.wait_for(lambda s: _elapsed_s(s) >= 3 and re.search(r"\b2/\d+ nodes", s) is not None)
+    finally:
+        standin.release("m2")
+    nodes = re.search(r"\b(\d+)/(\d+) nodes(?: \(\+(\d+) expected\))?", mid)
+    assert nodes is not None, mid
+    done, total, expected = int(nodes.group(1)), int(nodes.group(2)), int(nodes.group(3) or 0)
+    assert (done, total + expected) == (2, 16), mid
+    assert "expected by the plan, not begun: checks 4 · judges 4 · results 4" in mid, mid
+    pace = re.search(r"ETA ~?(\d+:\d\d:\d\d) .*elapsed (\d+:\d\d:\d\d)", mid)
+    assert pace is not None, mid
+    # 14 nodes left at 2 done in the time elapsed: about 7 times that (an ETA of the runs alone: about once)
+    assert _clock_s(pace.group(1)) >= 3 * _clock_s(pace.group(2)), mid
+    final = terminal.wait_for(lambda s: "EXIT=" in s)
+    assert "EXIT=0" in final and "16/16 nodes" in final and "expected" not in final, final
+
+
+def test_a_layer_begun_shows_its_real_count_not_the_plans(ws: Workspace, env: dict[str, str], standin: StandIn,
+                                                          terminal: Terminal) -> None:
+    """The plan expects a failed run's checks and judgement too: once every run's part of a layer has begun, the
+    layer's real count stands and nothing more of it is shown as expected (the plan's 4 checks stayed `1 expected`)."""
+    eval_profile(ws, repetitions=1)
+    ws.run_profile(concurrency=4, defaults={"timeout_seconds": 120})
+    slow_and_failing(standin, latency=0.0)  # run/m2/beta fails: no checks, judgement or result of it
+    standin.script(JUDGE, held("verdicts", **judge_reply(7)))
+    terminal.start(claw_command(*BUILD, "--evaluation-profile", "ev"), ws.root, child_env(env))
+    try:
+        mid = terminal.wait_for(lambda s: "claw build · judges" in s and running(s) == 3)
+    finally:
+        standin.release("verdicts")
+    nodes = re.search(r"\b(\d+)/(\d+) nodes(?: \(\+(\d+) expected\))?", mid)
+    assert nodes is not None, mid
+    # 4 runs and 3 checks done, 3 judgements running; the plan's 4 results not begun (the failed run will have none:
+    # the plan could not know that one)
+    assert (int(nodes.group(1)), int(nodes.group(2)), nodes.group(3)) == (7, 10, "4"), mid
+    assert "expected by the plan, not begun: results 4\n" in mid, mid
+    final = terminal.wait_for(lambda s: "EXIT=" in s)
+    assert "EXIT=1" in final and "13/13 nodes" in final and "expected" not in final, final
