@@ -14,7 +14,6 @@ import os
 import shutil
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -24,11 +23,11 @@ from clawstore.store.buildlogs import unadopted_entries
 from clawstore.store.core.ids import PREFIX
 from clawstore.store.store import Store
 from clawstore.testing.standin import StandIn, text
-from tests.gc.test_archive_elsewhere import CAMPAIGN, _asked, _killed_campaign, _ok, _script
+from tests.gc.test_archive_elsewhere import CAMPAIGN, Template, _asked, _from, _ok, _template_env, killed_template
 from tests.support.claw import Claw
 from tests.support.killing import build_killed_when
 from tests.support.oldclaw import old_claw, old_clawstore
-from tests.support.workspace import SECRET, Workspace, standard
+from tests.support.workspace import Workspace
 
 KILLED_RUN = ("vendor/m1", "Slow one?")  # what the killed build paid for (tests/gc/test_archive_elsewhere.py)
 BEFORE_THE_MARK = "010ff97"  # main when session 77's push began to mark listings `unadopted`
@@ -71,31 +70,9 @@ def standin() -> Iterator[StandIn]:
         yield server
 
 
-@dataclass(frozen=True)
-class Template:
-    """A killed campaign's workspace and store, made once; `other`: the build id of another campaign's killed build
-    beside it (empty when none)."""
-    ws: Path
-    store: Path
-    other: str = ""
-
-
-def _template_env(root: Path, standin: StandIn, patch: pytest.MonkeyPatch) -> None:
-    for name, value in {"XDG_CONFIG_HOME": str(root / "xdg-config"), "OPENROUTER_API_KEY": SECRET,
-                        "OPENROUTER_BASE_URL": standin.base_url, "CLAW_STORE": str(root / "store")}.items():
-        patch.setenv(name, value)
-    patch.chdir(root / "ws")
-
-
 @pytest.fixture(scope="module")
 def killed(tmp_path_factory: pytest.TempPathFactory, standin: StandIn) -> Template:
-    """The campaign, its failed run and what a SIGKILLed build of a new case finished (m1's run of gamma)."""
-    root = tmp_path_factory.mktemp("pull_beyond_head")
-    ws = standard(root / "ws")
-    with pytest.MonkeyPatch.context() as patch:
-        _template_env(root, standin, patch)
-        _killed_campaign(ws, Claw(ws.root), standin)
-    return Template(ws.root, root / "store")
+    return killed_template(tmp_path_factory, standin)
 
 
 @pytest.fixture(scope="module")
@@ -108,17 +85,6 @@ def killed_beside_other(tmp_path_factory: pytest.TempPathFactory, standin: Stand
         _template_env(root, standin, patch)
         other = _other_killed(Workspace(root / "ws"), standin)
     return Template(root / "ws", root / "store", other)
-
-
-def _from(template: Template, ws: Workspace, standin: StandIn, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The test's workspace and store (CLAW_STORE) copied from `template` (copy2: the killed builds' journals keep
-    their mtimes, which place their windows); the stand-in's counts reset and its script set again."""
-    shutil.rmtree(ws.root)
-    shutil.copytree(template.ws, ws.root, symlinks=True)
-    monkeypatch.chdir(ws.root)  # (the directory made again)
-    shutil.copytree(template.store, os.environ["CLAW_STORE"], symlinks=True)
-    standin.reset()
-    _script(standin)
 
 
 def _pushed(ws: Workspace, claw: Claw, standin: StandIn, monkeypatch: pytest.MonkeyPatch, template: Template,
