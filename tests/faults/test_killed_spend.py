@@ -1,7 +1,8 @@
 """A SIGKILLed build's spending is shown before any rebuild: `claw status` and `claw report` say that a killed build
 spent money (at least what its log counted by its last write), not nothing; once a build that found it killed at its
-start has ended (and named it), the note is gone (real `claw` processes, the stand-in server, a real SIGKILL; a build
-that only moves the head, in the test's own process)."""
+start has ended (and named it), the note is gone (a real `claw build` process, the stand-in server, a real SIGKILL;
+a build that only moves the head, and the `status` and `report` read after the kill, in the test's own process, as
+tests/faults/test_killed_json.py's: the same commands without a child's start each)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from clawstore.testing.standin import StandIn, text
-from tests.hostile.attack import CLAW, run_claw
+from tests.hostile.attack import CLAW
 from tests.support.claw import env  # noqa: F401 - fixture
 from tests.support.prepared import run_here
 from tests.support.workspace import Workspace, many_cases
@@ -49,20 +50,20 @@ def test_a_killed_build_that_spent_money_is_shown_before_any_rebuild(tmp_path: P
     answered = sum(1 for r in standin.requests if r.get("answered_at"))
     assert 4 <= answered < 60, answered
 
-    status = run_claw(ws.root, "status", *CAMPAIGN)
+    status = run_here(ws.root, "status", *CAMPAIGN)
     assert status.code == 0 and "Traceback" not in status.stderr, status
     [line] = [line for line in status.stderr.splitlines() if KILLED in line]
     spent = re.search(r"spent ≥(\d+\.\d{6}) USD;", line)
     assert spent is not None and float(spent.group(1)) > 0 and "not counted" in line, line
-    report = run_claw(ws.root, "report", *CAMPAIGN, "--no-chart")
+    report = run_here(ws.root, "report", *CAMPAIGN, "--no-chart")
     assert report.code == 2 and "killed before it wrote its head" in report.stderr, report  # (its head never moved)
     assert KILLED in report.stderr, report
 
     standin.set_default(text("four"))
     assert run_here(ws.root, "build", *CAMPAIGN).code == 0  # (moves the head: in this process)
-    after = run_claw(ws.root, "status", *CAMPAIGN)
+    after = run_here(ws.root, "status", *CAMPAIGN)
     assert after.code == 0 and KILLED not in after.stderr, after
-    assert KILLED not in run_claw(ws.root, "report", *CAMPAIGN, "--no-chart").stderr
+    assert KILLED not in run_here(ws.root, "report", *CAMPAIGN, "--no-chart").stderr
 
 
 def test_a_build_killed_in_the_second_its_head_moved_is_still_shown(tmp_path: Path, standin: StandIn,
@@ -89,7 +90,7 @@ def test_a_build_killed_in_the_second_its_head_moved_is_still_shown(tmp_path: Pa
     second = datetime.strptime(journal.stem[:15], "%Y%m%dT%H%M%S").replace(tzinfo=UTC).timestamp()
     os.utime(head, (second, second))  # the head moved in that second (at its start: the build began after it)
 
-    status = run_claw(ws.root, "status", *CAMPAIGN)
+    status = run_here(ws.root, "status", *CAMPAIGN)
     assert status.code == 0 and "Traceback" not in status.stderr, status
     assert KILLED in status.stderr and journal.stem in status.stderr, status
 
@@ -99,7 +100,7 @@ def test_a_killed_build_whose_costs_are_all_unknown_never_says_0(tmp_path: Path,
     """A server that reports no cost and models without pricing: the killed build's log counts its paid nodes'
     costs as unknown, and the note says an unknown amount, not '≥0.000000 USD' (as every cost cell says `?`)."""
     ws = _killed_mid_build(tmp_path, standin, text("four", latency=0.3, usage={"cost": None}))
-    status = run_claw(ws.root, "status", *CAMPAIGN)
+    status = run_here(ws.root, "status", *CAMPAIGN)
     assert status.code == 0 and "Traceback" not in status.stderr, status
     [line] = [line for line in status.stderr.splitlines() if KILLED in line]
     assert re.search(r"spent an unknown amount \((\d+) of \1 unknown\);", line) and "0.000000" not in line, line
@@ -111,9 +112,9 @@ def test_a_build_killed_before_its_first_node_finished_is_named(tmp_path: Path, 
     request, but its journal only with its first node, and a killed build was found by its journal: not named."""
     ws = _killed_mid_build(tmp_path, standin, text("four", latency=30), cases=4, after_s=0.3)
     assert standin.requests and not any(r.get("answered_at") for r in standin.requests)
-    status = run_claw(ws.root, "status", *CAMPAIGN)
+    status = run_here(ws.root, "status", *CAMPAIGN)
     assert status.code == 0 and "Traceback" not in status.stderr, status
     [line] = [line for line in status.stderr.splitlines() if KILLED in line]
     assert "executed 0 node(s) and spent an unknown amount" in line and "requests in flight" in line, line
-    report = run_claw(ws.root, "report", *CAMPAIGN, "--no-chart")
+    report = run_here(ws.root, "report", *CAMPAIGN, "--no-chart")
     assert KILLED in report.stderr, report

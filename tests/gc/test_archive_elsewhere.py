@@ -1,14 +1,20 @@
 """An archive rebuilds elsewhere as the campaign would here: a campaign with judgements, a run whose cost is unknown,
 a failed run and what a SIGKILLed build finished (a real `claw build` process, the stand-in server counting
 requests), exported, imported into another store and workspace, then `claw status`, `report` and `query` compared
-and a build run in both places: the same requests."""
+and a build run in both places: the same requests.
+
+The killed campaign (a build, a build SIGKILLed: most of a test's set-up) is made once a module and worker
+(`killed_template`, also tests/gc/test_pull_beyond_head.py's); each test copies its workspace and store (`_from`). The
+module serves one stand-in, so the copies' builds reuse the template's runs as the original store's would."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -22,7 +28,7 @@ from tests.support.claw import Claw
 from tests.support.judging import JUDGE, eval_profile, judge_reply
 from tests.support.killing import build_killed_when
 from tests.support.prepared import run_here
-from tests.support.workspace import Workspace, standard
+from tests.support.workspace import SECRET, Workspace, standard
 
 CAMPAIGN = ("--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev")
 QUERY = "select model_id, case_id, status, cost_usd, attempts, record_id from runs order by model_id, case_id"
@@ -65,10 +71,11 @@ def _asked(standin: StandIn, since: int) -> Counter[tuple[str, str]]:
     return Counter((r["model"], last_prompt(r["messages"])) for r in standin.requests[since:])
 
 
-def _exported(ws: Workspace, claw: Claw, standin: StandIn, archive: Path) -> Path:
+def _exported(ws: Workspace, claw: Claw, standin: StandIn, monkeypatch: pytest.MonkeyPatch, killed: Template,
+              archive: Path) -> Path:
     """The campaign, its failed run and what a SIGKILLed build of a new case finished, exported to `archive`; the
     stand-in's counts reset."""
-    _killed_campaign(ws, claw, standin)
+    _from(killed, ws, standin, monkeypatch)
     _ok(claw, "archive", "export", *CAMPAIGN, "-o", str(archive))
     return archive
 
@@ -86,9 +93,60 @@ def _killed_campaign(ws: Workspace, claw: Claw, standin: StandIn, before_reset: 
     _script(standin)
 
 
+@pytest.fixture(scope="module")
+def standin() -> Iterator[StandIn]:
+    """One stand-in for the module: its address is in the runs' keys, so the copies' builds reuse the template's."""
+    with StandIn() as server:
+        yield server
+
+
+@dataclass(frozen=True)
+class Template:
+    """A killed campaign's workspace and store, made once; `other`: the build id of another campaign's killed build
+    beside it (empty when none)."""
+    ws: Path
+    store: Path
+    other: str = ""
+
+
+def _template_env(root: Path, standin: StandIn, patch: pytest.MonkeyPatch) -> None:
+    for name, value in {"XDG_CONFIG_HOME": str(root / "xdg-config"), "OPENROUTER_API_KEY": SECRET,
+                        "OPENROUTER_BASE_URL": standin.base_url, "CLAW_STORE": str(root / "store")}.items():
+        patch.setenv(name, value)
+    patch.chdir(root / "ws")
+
+
+def killed_template(tmp_path_factory: pytest.TempPathFactory, standin: StandIn) -> Template:
+    """The campaign, its failed run and what a SIGKILLed build of a new case finished (m1's run of gamma): made once
+    a module (its `killed` fixture, over a module-scoped `standin`), copied by each test (`_from`)."""
+    root = tmp_path_factory.mktemp("killed_campaign")
+    ws = standard(root / "ws")
+    with pytest.MonkeyPatch.context() as patch:
+        _template_env(root, standin, patch)
+        _killed_campaign(ws, Claw(ws.root), standin)
+    return Template(ws.root, root / "store")
+
+
+@pytest.fixture(scope="module")
+def killed(tmp_path_factory: pytest.TempPathFactory, standin: StandIn) -> Template:
+    return killed_template(tmp_path_factory, standin)
+
+
+def _from(template: Template, ws: Workspace, standin: StandIn, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test's workspace and store (CLAW_STORE) copied from `template` (copy2: the killed builds' journals keep
+    their mtimes, which place their windows); the stand-in's counts reset and its script set again."""
+    shutil.rmtree(ws.root)
+    shutil.copytree(template.ws, ws.root, symlinks=True)
+    monkeypatch.chdir(ws.root)  # (the directory made again)
+    shutil.copytree(template.store, os.environ["CLAW_STORE"], symlinks=True)
+    standin.reset()
+    _script(standin)
+
+
 def test_a_campaign_with_a_killed_builds_work_rebuilds_elsewhere_as_it_would_here(
-        ws: Workspace, claw: Claw, standin: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    archive = _exported(ws, claw, standin, tmp_path / "campaign.claw")
+        ws: Workspace, claw: Claw, standin: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        killed: Template) -> None:
+    archive = _exported(ws, claw, standin, monkeypatch, killed, tmp_path / "campaign.claw")
     here = {"status": _ok(claw, "status", *CAMPAIGN), "query": _ok(claw, "query", QUERY, "--format", "json"),
             "report": json.loads(_ok(claw, "report", *CAMPAIGN, "--output", "json", "--no-chart"))}
     source = ws.root
@@ -142,12 +200,13 @@ def _import_gc_build(claw: Claw, standin: StandIn, archive: Path, place: Path, m
 
 
 def test_a_gc_past_its_grace_period_in_the_importing_store_keeps_what_the_killed_build_finished(
-        ws: Workspace, claw: Claw, standin: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        ws: Workspace, claw: Claw, standin: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        killed: Template) -> None:
     """In the exporting store a killed build's journal keeps what it finished from gc (session 76); the importing store
     has none, and before session 77 a `claw gc --grace 0` there between the import and the build deleted what the
     archive carried beyond the head: the build paid for m1's run of gamma again. The import keeps them by a ref of its
     own, `imports/archive-<id>`, until deleted; importing again names the same ref."""
-    archive = _exported(ws, claw, standin, tmp_path / "campaign.claw")
+    archive = _exported(ws, claw, standin, monkeypatch, killed, tmp_path / "campaign.claw")
     said, refs, paid = _import_gc_build(claw, standin, archive, tmp_path / "kept", monkeypatch)
     assert ("vendor/m1", "Slow one?") not in paid, paid  # what the killed build paid for is not paid again
     assert len(said) == 2 and said[0] == said[1] and refs == said[:1] and said[0].startswith("imports/archive-")
@@ -157,13 +216,14 @@ def test_a_gc_past_its_grace_period_in_the_importing_store_keeps_what_the_killed
 
 
 def test_an_untrusted_import_trusted_later_keeps_what_the_killed_build_finished_past_a_gc(
-        ws: Workspace, claw: Claw, standin: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        ws: Workspace, claw: Claw, standin: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        killed: Template) -> None:
     """Imported --untrusted, the archive's entries are kept apart (a ref untrusted/…, a gc root); once its signer is
     trusted the next build moves them in (store/untrusted.py promote_trusted), and before session 77 nothing kept what
     the archive carried beyond its head after that: a build that moved them in without adopting them (here one of
     another case), then a `claw gc --grace 0`, and the build of the campaign paid for m1's run of gamma again. The
     promotion keeps them as the trusted import does, by `imports/archive-<id>`: the same ref."""
-    archive = _exported(ws, claw, standin, tmp_path / "campaign.claw")
+    archive = _exported(ws, claw, standin, monkeypatch, killed, tmp_path / "campaign.claw")
     signer = _ok(claw, "key", "show").strip()
     trusted = tmp_path / "trusted"
     _ok(claw, "archive", "import", str(archive), "--store", str(trusted / "store"), "--configs-to", str(trusted))
@@ -190,14 +250,15 @@ def test_an_untrusted_import_trusted_later_keeps_what_the_killed_build_finished_
 
 
 def test_two_imports_into_one_new_store_at_once_each_keep_what_their_archive_carries(
-        ws: Workspace, claw: Claw, standin: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        ws: Workspace, claw: Claw, standin: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        killed: Template) -> None:
     """Two `claw archive import`s of different archives into the same new `--store` at once (real processes): each
     builds the store in a staging directory of its own and renames it into place; the one that finds the place taken
     imports again into the store there. Before session 77 the loser imported there without what its import does next
     (the staged store's, deleted): nothing kept what its archive carried beyond its head (`imports/archive-…`), nor
     gave the head a build log, and after a `claw gc --grace 0` the campaign's build there paid again for what the
     killed build had finished (m1's run of gamma). Its configs (`--configs-to`) are written once all the same."""
-    archive = _exported(ws, claw, standin, tmp_path / "campaign.claw")
+    archive = _exported(ws, claw, standin, monkeypatch, killed, tmp_path / "campaign.claw")
     elsewhere = standard(tmp_path / "elsewhere")  # (alpha and beta, no gamma: another campaign, main__rp__none)
     other = ("--suite", "main", "--run-profile", "rp")
     assert run_here(elsewhere.root, "build", *other).code == 1  # (m1's run of beta failed again)

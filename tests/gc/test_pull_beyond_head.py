@@ -1,7 +1,11 @@
 """What a killed build finished travels by `claw push` (a whole store's push sends every entry the remote lacks) and
 `claw pull` writes it into the colleague's store, where no head names it, and keeps it there from gc as the owner's
 journal does here: a real `claw build` SIGKILLed, a real push to a directory remote, a real pull into a fresh store,
-`claw gc --grace 0` there, then a build counted by the stand-in."""
+`claw gc --grace 0` there, then a build counted by the stand-in.
+
+The killed campaign (a build, a build SIGKILLed: most of a test's set-up) is made once a module and worker, and once
+more with another campaign's build killed beside it; each test copies its workspace and store (`_from`). The module
+serves one stand-in, so the copies' builds reuse the template's runs as the original store's would."""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ import json
 import os
 import shutil
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,7 +23,7 @@ from clawstore.store.buildlogs import unadopted_entries
 from clawstore.store.core.ids import PREFIX
 from clawstore.store.store import Store
 from clawstore.testing.standin import StandIn, text
-from tests.gc.test_archive_elsewhere import CAMPAIGN, _asked, _killed_campaign, _ok
+from tests.gc.test_archive_elsewhere import CAMPAIGN, Template, _asked, _from, _ok, _template_env, killed_template
 from tests.support.claw import Claw
 from tests.support.killing import build_killed_when
 from tests.support.oldclaw import old_claw, old_clawstore
@@ -59,21 +63,48 @@ def _built(claw: Claw, standin: StandIn) -> Counter[tuple[str, str]]:
     return _asked(standin, before)
 
 
-def _pushed(ws: Workspace, claw: Claw, standin: StandIn, remote: Path, *narrowed: str,
-            before_push: Callable[[], None] = lambda: None) -> None:
-    """The campaign, its failed run and what a SIGKILLed build of a new case finished (m1's run of gamma), pushed whole
-    (or `narrowed`: `claw push` options) to the directory `remote` after `before_push()`; the stand-in's counts
-    reset."""
-    _killed_campaign(ws, claw, standin, before_push)
+@pytest.fixture(scope="module")
+def standin() -> Iterator[StandIn]:
+    """One stand-in for the module: its address is in the runs' keys, so the copies' builds reuse the template's."""
+    with StandIn() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def killed(tmp_path_factory: pytest.TempPathFactory, standin: StandIn) -> Template:
+    return killed_template(tmp_path_factory, standin)
+
+
+@pytest.fixture(scope="module")
+def killed_beside_other(tmp_path_factory: pytest.TempPathFactory, standin: StandIn, killed: Template) -> Template:
+    """`killed`, then a build of campaign OTHER SIGKILLed right after it (within its 60 s window)."""
+    root = tmp_path_factory.mktemp("pull_beyond_head_other")
+    shutil.copytree(killed.ws, root / "ws", symlinks=True)
+    shutil.copytree(killed.store, root / "store", symlinks=True)
+    with pytest.MonkeyPatch.context() as patch:
+        _template_env(root, standin, patch)
+        other = _other_killed(Workspace(root / "ws"), standin)
+    return Template(root / "ws", root / "store", other)
+
+
+def _pushed(ws: Workspace, claw: Claw, standin: StandIn, monkeypatch: pytest.MonkeyPatch, template: Template,
+            remote: Path, *narrowed: str, pinned: bool = False) -> None:
+    """The campaign, its failed run and what a SIGKILLed build of a new case finished (m1's run of gamma), copied from
+    `template`, its head pinned `frozen` if `pinned`, pushed whole (or `narrowed`: `claw push` options) to the
+    directory `remote`; the stand-in's counts reset."""
+    _from(template, ws, standin, monkeypatch)
+    if pinned:
+        _ok(claw, "pin", "frozen", *CAMPAIGN)
     assert "ref(s) moved" in _ok(claw, "push", str(remote), *narrowed)
 
 
 def test_a_whole_push_and_pull_carry_what_a_killed_build_finished_and_the_colleague_reuses_it(
-        ws: Workspace, claw: Claw, standin: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        ws: Workspace, claw: Claw, standin: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        killed: Template) -> None:
     """A whole store's push sends every entry the remote lacks, a killed build's too, and a full pull writes them: the
     colleague's build pays for what the owner's build would, not for what the killed build finished."""
     remote = tmp_path / "team"
-    _pushed(ws, claw, standin, remote)
+    _pushed(ws, claw, standin, monkeypatch, killed, remote)
     paid_here = _built(claw, standin)  # (the owner's own build, for comparison; it pushes nothing more)
     assert KILLED_RUN not in paid_here, paid_here
     _pulled(claw, ws, remote, tmp_path / "colleague", monkeypatch)
@@ -82,7 +113,8 @@ def test_a_whole_push_and_pull_carry_what_a_killed_build_finished_and_the_collea
 
 
 def test_a_gc_past_its_grace_period_after_a_pull_keeps_what_a_colleagues_killed_build_finished(
-        ws: Workspace, claw: Claw, standin: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        ws: Workspace, claw: Claw, standin: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        killed: Template) -> None:
     """In the owner's store the killed build's journal keeps what it finished from gc until a build adopts it (session
     76); the journal does not travel, and before session 77 nothing named those records in the colleague's store: a
     `claw gc --grace 0` between the pull and the build deleted them, and the build paid for m1's run of gamma again (1
@@ -90,7 +122,7 @@ def test_a_gc_past_its_grace_period_after_a_pull_keeps_what_a_colleagues_killed_
     `imports/pull-<id>`, which it prints; deleted, gc reclaims them and the build pays again: the ref is what keeps
     them."""
     remote = tmp_path / "team"
-    _pushed(ws, claw, standin, remote)
+    _pushed(ws, claw, standin, monkeypatch, killed, remote)
     _ok(claw, "gc", "--grace", "0")  # (here: kept by the journal, as the build after it shows)
     assert KILLED_RUN not in _built(claw, standin)
 
@@ -110,12 +142,13 @@ def test_a_gc_past_its_grace_period_after_a_pull_keeps_what_a_colleagues_killed_
 
 
 def test_a_claw_before_the_mark_pulls_a_marked_listing_as_any_other(
-        ws: Workspace, claw: Claw, standin: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        ws: Workspace, claw: Claw, standin: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        killed: Template) -> None:
     """The mark is one more field of a listing's signed line (`"unadopted": true`, and `"campaigns"` naming the killed
     builds' campaign): a claw from before it (main when session 77 began) pulls the remote, the marked entries with the
     rest, and a build there reuses them."""
     remote = tmp_path / "team"
-    _pushed(ws, claw, standin, remote)
+    _pushed(ws, claw, standin, monkeypatch, killed, remote)
     lines = [json.loads(path.read_bytes().partition(b"\n")[0]) for path in (remote / "packs").glob("*.ids")]
     marked = {tuple(line.get("campaigns", ())): line["actions"] for line in lines if line.get("unadopted") is True}
     # (m1's run of gamma, the killed build's, in a listing naming its campaign; apart, naming none, what else was
@@ -162,26 +195,27 @@ def _written_by(store_dir: Path, build_id: str) -> list[str]:
 @pytest.mark.parametrize("narrowed", [CAMPAIGN, ("--pin", "frozen")], ids=["campaign", "pin"])
 def test_a_push_narrowed_to_the_campaign_carries_what_its_killed_build_finished(
         ws: Workspace, claw: Claw, standin: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        narrowed: tuple[str, ...]) -> None:
+        narrowed: tuple[str, ...], killed: Template) -> None:
     """A push narrowed to the campaign (`--suite/--run-profile/--evaluation-profile`, or `--pin` of its head) sent its
     ref's closure alone: what its killed build finished, which no head names, stayed behind, and the colleague who
     pulled paid for m1's run of gamma again (1 request) with no gc at all. It sends those entries marked, their records
     and what they reach, as a whole push: the pull keeps them (a gc past its grace period between it and the build
     takes nothing)."""
     remote = tmp_path / "team"
-    _pushed(ws, claw, standin, remote, *narrowed, before_push=lambda: _ok(claw, "pin", "frozen", *CAMPAIGN))
+    _pushed(ws, claw, standin, monkeypatch, killed, remote, *narrowed, pinned=True)
     said = _pulled(claw, ws, remote, tmp_path / "colleague", monkeypatch)
     _kept_through_gc(claw, standin, said)
 
 
 def test_a_push_narrowed_to_a_campaign_sends_nothing_of_another_campaigns_killed_build(
-        ws: Workspace, claw: Claw, standin: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        ws: Workspace, claw: Claw, standin: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        killed_beside_other: Template) -> None:
     """Another campaign's build killed beside it (within the 60 s either side of the campaign's killed build's last log
     write, whose entries a whole push marks) is not what a push narrowed to the campaign sends: none of its records
     reach the remote."""
     remote = tmp_path / "team"
-    other: list[str] = []
-    _pushed(ws, claw, standin, remote, *CAMPAIGN, before_push=lambda: other.append(_other_killed(ws, standin)))
+    other = [killed_beside_other.other]
+    _pushed(ws, claw, standin, monkeypatch, killed_beside_other, remote, *CAMPAIGN)
     owner = Path(os.environ["CLAW_STORE"])
     finished = _written_by(owner, other[0])
     assert finished, "the other campaign's killed build recorded nothing"
@@ -195,12 +229,13 @@ def test_a_push_narrowed_to_a_campaign_sends_nothing_of_another_campaigns_killed
 
 
 def test_a_filtered_build_remote_carries_what_the_campaigns_killed_build_finished(
-        ws: Workspace, claw: Claw, standin: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        ws: Workspace, claw: Claw, standin: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        killed: Template) -> None:
     """A `claw build --remote` filtered to one case leaves the campaign's killed build untold (its head adopts only the
     filter's records) and its last push is narrowed to the campaign's head: it sent nothing of what the killed build
     finished, and the colleague who pulled paid for m1's run of gamma again. It marks and sends them as `claw push`."""
     remote = tmp_path / "team"
-    _killed_campaign(ws, claw, standin)
+    _from(killed, ws, standin, monkeypatch)
     code, out, err = claw("build", *CAMPAIGN, "--case", "alpha", "--remote", str(remote))
     assert code == 0 and "ref(s) moved" in out + err, out + err
     said = _pulled(claw, ws, remote, tmp_path / "colleague", monkeypatch)
@@ -215,7 +250,7 @@ def test_a_filtered_build_remote_carries_what_the_campaigns_killed_build_finishe
                          ids=["whole-push", "campaign-push", "pin-pull"])
 def test_a_pull_narrowed_to_the_campaign_takes_what_its_killed_build_finished_and_no_other_campaigns(
         ws: Workspace, claw: Claw, standin: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        narrowed: tuple[str, ...], pulled: tuple[str, ...]) -> None:
+        narrowed: tuple[str, ...], pulled: tuple[str, ...], killed_beside_other: Template) -> None:
     """A pull narrowed to the campaign (`claw pull REMOTE --suite/--run-profile/--evaluation-profile`) fetched its
     head's closure alone: what its killed build finished, which the push sent marked, stayed on the remote, and the
     colleague's build paid for m1's run of gamma again (1 request). The marked listings name their campaigns
@@ -223,13 +258,8 @@ def test_a_pull_narrowed_to_the_campaign_takes_what_its_killed_build_finished_an
     as a whole pull does; another campaign's killed build's results, marked beside them by a whole push, stay there.
     A pull narrowed to a pin of the campaign's head (`--pin`) takes the same."""
     remote = tmp_path / "team"
-    other: list[str] = []
-
-    def before_push() -> None:
-        _ok(claw, "pin", "frozen", *CAMPAIGN)
-        other.append(_other_killed(ws, standin))
-
-    _pushed(ws, claw, standin, remote, *narrowed, before_push=before_push)
+    other = [killed_beside_other.other]
+    _pushed(ws, claw, standin, monkeypatch, killed_beside_other, remote, *narrowed, pinned=True)
     place = tmp_path / "colleague"
     shutil.copytree(ws.configs, place / "configs")
     monkeypatch.chdir(place)

@@ -1,7 +1,8 @@
 """Writers beside a `claw gc --grace 0` (session 77): each writer, a real `claw` process, is stopped between what it
 wrote or read and the ref that names it (tests/gc/proc_writer_held.py); a real `claw gc --grace 0` runs to its end
 meanwhile; the writer goes on. What the user then sees: `claw fsck` clean, and the state written served without a
-request to the stand-in."""
+request to the stand-in. The writer and the gc are real processes; the checks after them (`fsck`, `refs`, the second
+push) run in the test's process (tests/support/prepared.py), the same commands without a child's start each."""
 
 from __future__ import annotations
 
@@ -71,7 +72,7 @@ def test_pin_beside_a_build_and_gc_pins_a_whole_head(tmp_path: Path, standin: St
         pinned = release(writer)
     assert pinned.returncode == 0, pinned.stderr
     assert "pins/v1 -> blake3:" in pinned.stdout, pinned.stdout
-    fsck = run_claw(ws.root, "fsck")
+    fsck = run_here(ws.root, "fsck")
     assert fsck.code == 0, fsck
     _edit(ws, "What is 2 + 2?", "Name a colour.")  # (the pinned state's configs: standard()'s prompts)
     asked = len(standin.requests)
@@ -99,7 +100,7 @@ def test_archive_import_beside_gc_writes_the_configs(tmp_path: Path, standin: St
         imported = release(writer)
     assert imported.returncode == 0, imported.stderr
     assert f"configs written to {there / 'configs'}" in imported.stdout, imported.stdout
-    fsck = run_claw(tmp_path, "fsck", *store)
+    fsck = run_here(tmp_path, "fsck", *store)
     assert fsck.code == 0, fsck
     asked = len(standin.requests)
     rebuilt = run_here(there, "build", *CAMPAIGN, *store)
@@ -128,9 +129,9 @@ def test_pull_beside_gc_brings_a_deleted_head_back_whole(tmp_path: Path, standin
     finally:
         pulled = release(writer)
     assert pulled.returncode == 0, pulled.stderr
-    refs = run_claw(ws.root, "refs")
+    refs = run_here(ws.root, "refs")
     assert head in refs.stdout, pulled.stdout + pulled.stderr + refs.stdout
-    fsck = run_claw(ws.root, "fsck")
+    fsck = run_here(ws.root, "fsck")
     assert fsck.code == 0, fsck
     asked = len(standin.requests)
     rebuilt = run_here(ws.root, "build", *CAMPAIGN)
@@ -168,8 +169,8 @@ def test_pull_beside_gc_keeps_a_pack_an_interrupted_pull_downloaded(tmp_path: Pa
     finally:
         pulled = release(writer)
     assert pulled.returncode == 0, pulled.stderr
-    assert "campaigns/main__rp__none" in run_claw(there, "refs").stdout, pulled.stdout + pulled.stderr
-    fsck = run_claw(there, "fsck")
+    assert "campaigns/main__rp__none" in run_here(there, "refs").stdout, pulled.stdout + pulled.stderr
+    fsck = run_here(there, "fsck")
     assert fsck.code == 0, fsck
     asked = len(standin.requests)
     rebuilt = run_here(ws.root, "build", *CAMPAIGN)  # (the same configs, built with the store pulled into)
@@ -193,7 +194,7 @@ def test_import_pae_beside_gc_keeps_what_pae_paid_for(tmp_path: Path, standin: S
     finally:
         imported = release(writer)
     assert imported.returncode == 0, imported.stderr
-    assert run_claw(ws.root, "fsck").code == 0
+    assert run_here(ws.root, "fsck").code == 0
     rebuilt = run_here(ws.root, "build", *CAMPAIGN, "--evaluation-profile", "ev")
     assert rebuilt.code == 0, rebuilt
     assert standin.requests == []
@@ -219,9 +220,9 @@ def test_push_beside_a_build_and_gc_sends_and_remembers_a_whole_head(tmp_path: P
     finally:
         pushed = release(writer)
     assert pushed.returncode == 0, pushed.stderr
-    fsck = run_claw(ws.root, "fsck")
+    fsck = run_here(ws.root, "fsck")
     assert fsck.code == 0, fsck
-    again = run_claw(ws.root, "push", "team")  # (this store's newer head: sent, nothing refused)
+    again = run_here(ws.root, "push", "team")  # (this store's newer head: sent, nothing refused)
     assert again.code == 0, again
 
 
@@ -275,8 +276,8 @@ def test_pull_beside_gc_keeps_what_a_new_head_shares_with_a_retired_one(tmp_path
     finally:
         pulled = release(writer)
     assert pulled.returncode == 0, pulled.stderr
-    assert f"{head}\t{theirs}" in run_claw(ws.root, "refs").stdout, pulled.stdout + pulled.stderr
-    fsck = run_claw(ws.root, "fsck")
+    assert f"{head}\t{theirs}" in run_here(ws.root, "refs").stdout, pulled.stdout + pulled.stderr
+    fsck = run_here(ws.root, "fsck")
     assert fsck.code == 0, fsck
     asked = len(standin.requests)
     rebuilt = run_here(ws.root, "build", *CAMPAIGN)  # (the colleague's configs: its head, served whole)
@@ -298,14 +299,14 @@ def test_untrusted_pull_beside_gc_keeps_apart_a_whole_head(tmp_path: Path, stand
     finally:
         pulled = release(writer)
     assert pulled.returncode == 0 and "kept apart" in pulled.stdout + pulled.stderr, pulled
-    assert run_claw(ws.root, "fsck").code == 0
+    assert run_here(ws.root, "fsck").code == 0
     assert run_here(ws.root, "trust", "add", signer).code == 0
     asked = len(standin.requests)
     rebuilt = run_here(ws.root, "build", *CAMPAIGN)  # (moves the kept-apart head in: the colleague's configs)
     assert rebuilt.code == 0, rebuilt
     assert len(standin.requests) == asked, standin.requests[asked:]
-    assert f"{head}\t{theirs}" in run_claw(ws.root, "refs").stdout
-    fsck = run_claw(ws.root, "fsck")
+    assert f"{head}\t{theirs}" in run_here(ws.root, "refs").stdout
+    fsck = run_here(ws.root, "fsck")
     assert fsck.code == 0, fsck
 
 
@@ -327,7 +328,7 @@ def test_fsck_repair_beside_gc_names_a_whole_head(tmp_path: Path, standin: Stand
         repaired = release(writer)
     assert repaired.returncode == 0, repaired.stdout + repaired.stderr
     assert "1 node(s) whose record or outputs are gone no longer name them" in repaired.stdout, repaired.stdout
-    fsck = run_claw(ws.root, "fsck")
+    fsck = run_here(ws.root, "fsck")
     assert fsck.code == 0, fsck
     asked = len(standin.requests)
     rebuilt = run_here(ws.root, "build", *CAMPAIGN)

@@ -11,6 +11,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from moto import backends
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 from werkzeug.serving import run_simple
 
@@ -31,6 +32,10 @@ def atomic_conditional_writes(app: Callable[..., Iterable[bytes]]) -> Callable[.
 
 def main(argv: list[str]) -> None:
     host, port = argv[0], int(argv[1])
+    # The dispatcher lists moto's package directory and stats each of its ~170 entries on every request to route it:
+    # the same answer each time, once is enough.
+    modules = tuple(backends.list_of_moto_modules())
+    backends.list_of_moto_modules = lambda: modules  # type: ignore[assignment]
     run_simple(host, port, atomic_conditional_writes(DomainDispatcherApplication(create_backend_app)), threaded=True)
 
 
