@@ -104,6 +104,15 @@ class RowSink(Protocol):
     def __len__(self) -> int: ...
 
 
+def stopped_by_text(by: str) -> str:
+    """What stopped a build (documents.STOPPED_BY), as `claw report` and `claw view` name it."""
+    if by == "max_cost":
+        return "--max-cost"  # (its limit reached, or a cost spent unknown: the build's summary said which)
+    if by == "out_of_credit":
+        return "an endpoint out of credit (HTTP 402)"
+    return f"the run profile's execution_policy ({by})"
+
+
 @dataclass
 class CampaignReport:
     campaign_id: str
@@ -129,17 +138,19 @@ class CampaignReport:
     # The campaign's builds killed before they finished and not yet told of (spend/killed.py: KilledBuild.to_json):
     # money spent that the head's totals do not hold; `claw report` names the same on stderr.
     killed_builds: list[dict[str, Any]] = field(default_factory=list)
-    # The head's build was stopped by its run profile's execution_policy: `{"by": …, "runs_not_started": N}` (read
-    # from the build log the head carries: documents.read_stopped); those runs are in no row.
+    # The head's build was stopped before its end: `{"by": …, "nodes_not_started": N}` (read from the build log the
+    # head carries: documents.read_stopped; `by`: its run profile's execution_policy, --max-cost, a 402); those nodes
+    # are in no row (a run not started: its row is the one before it, if any).
     stopped: dict[str, Any] | None = None
 
     @property
     def state_text(self) -> str | None:
-        """The head's state as the report and the page say it: a stop names its policy and the runs not started."""
+        """The head's state as the report and the page say it: a stop names what stopped it and the nodes not
+        started."""
         if self.stopped is None:
             return self.state
-        return (f"stopped by the run profile's execution_policy ({self.stopped['by']}): "
-                f"{self.stopped['runs_not_started']} run(s) not started")
+        by, count = stopped_by_text(self.stopped["by"]), self.stopped["nodes_not_started"]
+        return f"stopped by {by}: {count} node(s) not started"
 
     @property
     def untrusted_line(self) -> str | None:

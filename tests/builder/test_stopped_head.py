@@ -34,11 +34,11 @@ def test_a_head_a_policy_stopped_says_the_runs_it_never_started(ws: Workspace, c
     assert report.code == 0 and "Traceback" not in report.stderr, report
     head = _head_line(report.stdout)
     assert "complete" not in head, head
-    assert (f"stopped by the run profile's execution_policy (stop_on_runner_error): {skipped} run(s) not started"
+    assert (f"stopped by the run profile's execution_policy (stop_on_runner_error): {skipped} node(s) not started"
             in head), head
     data = run_claw(ws.root, "report", *CAMPAIGN, "--output", "json")
     assert data.code == 0, data
-    stopped = {"by": "stop_on_runner_error", "runs_not_started": skipped}
+    stopped = {"by": "stop_on_runner_error", "nodes_not_started": skipped}
     head_json = json.loads(data.stdout)["head"]
     assert head_json["state"] == "stopped" and head_json["stopped"] == stopped, head_json
     page = tmp_path / "view.html"
@@ -46,7 +46,7 @@ def test_a_head_a_policy_stopped_says_the_runs_it_never_started(ws: Workspace, c
     assert code == 0, err
     [campaign] = summary_of(page.read_text(encoding="utf-8"))["campaigns"]
     assert campaign["state"] == "stopped" and campaign["stopped"] == stopped, campaign
-    assert f"{skipped} run(s) not started" in campaign["state_text"], campaign  # (the header's words: view.js)
+    assert f"{skipped} node(s) not started" in campaign["state_text"], campaign  # (the header's words: view.js)
 
     code, out, err = claw("query", "select state from builds", "--format", "json")
     assert code == 0 and json.loads(out) == [{"state": "stopped"}], out + err
