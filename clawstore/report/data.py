@@ -30,7 +30,7 @@ from clawstore.report.stats import (
 from clawstore.stats.intervals import mean_interval, wilson
 from clawstore.stats.repetitions import VerdictTally
 from clawstore.store import documents
-from clawstore.store.documents import Head
+from clawstore.store.documents import Head, stopped_text
 from clawstore.store.headdoc import head_fields, is_parted, read_head_doc
 from clawstore.values.canonical import field_values
 from clawstore.values.costs import PAID_KINDS, PRICED, REPORTED, SOURCES, UNKNOWN, CostFold, CostSum, known_cost
@@ -104,15 +104,6 @@ class RowSink(Protocol):
     def __len__(self) -> int: ...
 
 
-def stopped_by_text(by: str) -> str:
-    """What stopped a build (documents.STOPPED_BY), as `claw report` and `claw view` name it."""
-    if by == "max_cost":
-        return "--max-cost"  # (its limit reached, or a cost spent unknown: the build's summary said which)
-    if by == "out_of_credit":
-        return "an endpoint out of credit (HTTP 402)"
-    return f"the run profile's execution_policy ({by})"
-
-
 @dataclass
 class CampaignReport:
     campaign_id: str
@@ -149,8 +140,7 @@ class CampaignReport:
         started."""
         if self.stopped is None:
             return self.state
-        by, count = stopped_by_text(self.stopped["by"]), self.stopped["nodes_not_started"]
-        return f"stopped by {by}: {count} node(s) not started"
+        return stopped_text(self.stopped)
 
     @property
     def untrusted_line(self) -> str | None:

@@ -468,6 +468,15 @@ def read_stopped(data: Mapping[str, Any], where: str) -> dict[str, Any] | None:
     return {"by": stopped["by"], "nodes_not_started": stopped[count]}
 
 
+def stopped_text(stopped: Mapping[str, Any]) -> str:
+    """A `stopped` (read_stopped) as `claw report`, `claw view` and `claw status` say it."""
+    by = stopped["by"]  # (--max-cost: its limit reached, or a cost spent unknown; the build's line said which)
+    named = ("--max-cost" if by == "max_cost"
+             else "an endpoint out of credit (HTTP 402)" if by == "out_of_credit"
+             else f"the run profile's execution_policy ({by})")
+    return f"stopped by {named}: {stopped['nodes_not_started']} node(s) not started"
+
+
 def read_head_node(node: Any, where: str, at: int) -> HeadNode:
     """The node `nodes[at]` of a campaign head, typed (StoreError naming the field a hostile one gets wrong)."""
     if type(node) is not dict:

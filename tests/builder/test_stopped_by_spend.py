@@ -1,8 +1,8 @@
 """A head written by a build `--max-cost` or an endpoint out of credit (a final HTTP 402) stopped says so, as one its
 run profile's execution_policy stopped does (tests/builder/test_stopped_head.py): `claw report` (text and JSON),
-`claw view`'s page and the `builds` query table name what stopped it and how many nodes it never started. Before
-session 78 those heads said `complete` beside the rows of the runs it did not start (the build's summary alone said
-why). Real `claw` processes against the stand-in server on 127.0.0.1."""
+`claw view`'s page, `claw status` and the `builds` query table name what stopped it and how many nodes it never
+started. Before session 78 those heads said `complete` beside the rows of the runs it did not start (the build's
+summary alone said why). Real `claw` processes against the stand-in server on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -45,6 +45,12 @@ def _says_stopped(root: Path, tmp_path: Path, by: str, words: str, skipped: int)
     assert campaign["stopped"] == stopped and f"{skipped} node(s) not started" in campaign["state_text"], campaign
     builds = run_claw(root, "query", "select state from builds order by started_at", "--format", "json")
     assert json.loads(builds.stdout)[-1] == {"state": "stopped"}, builds
+    status = run_claw(root, "status", *CAMPAIGN)  # (its table counts them STALE or NEVER_BUILT: it says why)
+    assert status.code == 0, status
+    assert f"build {head_json['build_id']} was stopped by {words}: {skipped} node(s) not started" in status.stderr, \
+        status
+    as_json = run_claw(root, "status", *CAMPAIGN, "--output", "json")
+    assert json.loads(as_json.stdout)["stopped"] == stopped, as_json
 
 
 def test_a_head_max_cost_stopped_says_so(tmp_path: Path, standin: StandIn, env: dict[str, str]) -> None:  # noqa: F811

@@ -50,6 +50,9 @@ def test_a_head_a_policy_stopped_says_the_runs_it_never_started(ws: Workspace, c
 
     code, out, err = claw("query", "select state from builds", "--format", "json")
     assert code == 0 and json.loads(out) == [{"state": "stopped"}], out + err
+    status = run_claw(ws.root, "status", *CAMPAIGN)  # (why its table counts those runs NEVER_BUILT)
+    assert (f"build {head_json['build_id']} was stopped by the run profile's execution_policy (stop_on_runner_error): "
+            f"{skipped} node(s) not started" in status.stderr), status
 
     standin.reset()  # the next build runs them: its head is complete, nothing stopped
     code, out, _ = claw.build()
