@@ -459,13 +459,13 @@ def read_stopped(data: Mapping[str, Any], where: str) -> dict[str, Any] | None:
     stopped = _field(data, "stopped", _DICT | _NONE, "an object or null", where)
     if stopped is None:
         return None
-    count = "runs_not_started" if stopped.get("by") in _POLICIES and "runs_not_started" in stopped \
-        else "nodes_not_started"
-    if set(stopped) != {"by", count} or stopped["by"] not in STOPPED_BY:
+    by = stopped.get("by") if isinstance(stopped.get("by"), str) else None  # (a list is no name, nor hashable)
+    count = "runs_not_started" if by in _POLICIES and "runs_not_started" in stopped else "nodes_not_started"
+    if set(stopped) != {"by", count} or by not in STOPPED_BY:
         raise damaged(where, "stopped", f"by (one of {', '.join(sorted(STOPPED_BY))}) and nodes_not_started")
     if type(stopped[count]) is not int or stopped[count] < 0:
         raise damaged(where, f"stopped.{count}", "a count")
-    return {"by": stopped["by"], "nodes_not_started": stopped[count]}
+    return {"by": by, "nodes_not_started": stopped[count]}
 
 
 def stopped_text(stopped: Mapping[str, Any]) -> str:

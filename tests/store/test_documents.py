@@ -198,6 +198,8 @@ EXPECTED_STOP = ("stopped: expected by (one of fail_fast, max_cost, out_of_credi
     ({"by": "max_cost", "nodes_not_started": True}, "stopped.nodes_not_started: expected a count"),
     ({"by": "out_of_credit", "nodes_not_started": -1}, "stopped.nodes_not_started: expected a count"),
     ({"by": "max_cost", "nodes_not_started": "3"}, "stopped.nodes_not_started: expected a count"),
+    ({"by": ["max_cost"], "nodes_not_started": 1}, EXPECTED_STOP),  # (not a name: before, a TypeError's traceback)
+    ({"by": {}, "runs_not_started": 1}, EXPECTED_STOP),
 ])
 def test_a_hostile_heads_stop_is_named(stopped: object, message: str) -> None:
     """A head's `stopped` (session 78: a build a stop kept nodes of from starting) is shown by report and view: a forged
