@@ -13,6 +13,7 @@ from clawstore.testing.standin import StandIn, text
 from tests.builder.test_out_of_credit import OUT_OF_CREDIT
 from tests.hostile.attack import run_claw
 from tests.support.claw import env  # noqa: F401 - fixture
+from tests.support.judging import JUDGE, eval_profile, judge_reply
 from tests.support.workspace import many_cases
 from tests.view.test_view_page import summary_of
 
@@ -78,3 +79,21 @@ def test_a_head_an_endpoint_out_of_credit_stopped_says_so(tmp_path: Path, standi
     skipped = _stopped_build(ws.root)
     assert skipped == 6 - 2, skipped  # (one answered, one refused: nothing more sent there)
     _says_stopped(ws.root, tmp_path, "out_of_credit", "an endpoint out of credit (HTTP 402)", skipped)
+
+
+def test_judgements_an_endpoint_out_of_credit_kept_from_starting_are_counted(tmp_path: Path, standin: StandIn,
+                                                                              env: dict[str, str]) -> None:  # noqa: F811
+    """The judge's endpoint refuses: every run is built, the judgements not started are the nodes counted (a policy
+    stops runs only; these stops keep nodes of every kind from starting)."""
+    ws = many_cases(tmp_path / "ws", 3, concurrency=1)  # 6 runs, a judgement each
+    eval_profile(ws, repetitions=1)
+    standin.script(JUDGE, judge_reply(8), OUT_OF_CREDIT)
+    standin.script("*", text("4"))
+    built = run_claw(ws.root, "build", *CAMPAIGN, "--evaluation-profile", "ev", "--output", "json")
+    assert built.code == 1, built
+    summary = json.loads(built.stdout)
+    assert all(row["run"] != "skip" for row in summary["rows"]), summary["rows"]
+    skipped = summary["counts"]["skipped"]
+    assert skipped == 6 - 2, summary["counts"]  # (one judged, one refused: the other four not started)
+    report = run_claw(ws.root, "report", *CAMPAIGN, "--evaluation-profile", "ev", "--output", "json")
+    assert json.loads(report.stdout)["head"]["stopped"] == {"by": "out_of_credit", "nodes_not_started": skipped}
