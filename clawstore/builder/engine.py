@@ -197,8 +197,8 @@ def run_build(campaign: Campaign, store: Store, options: BuildOptions, *, window
                 if session.trouble is not None and session.trouble.failed:
                     _end_on_store_failure(session, report, planned)
                 remove_leftovers(store)  # and those of a writer killed meanwhile: a build beside this one
-                # (a policy stop: its head is not `complete`, and says how many runs it never started)
-                log.doc.stopped = stop.logged()
+                # (a stop: its head is not `complete`, and says what stopped it and how many nodes it never started)
+                log.doc.stopped = stop.logged(log.counts["skipped"], session.budget)
                 log.end("complete" if log.doc.stopped is None else "stopped")
         except ClawError as error:
             if error.exit_code != 2:

@@ -26,7 +26,7 @@ from clawstore.graph.plan import Node, address_id
 
 if TYPE_CHECKING:
     from clawstore.builder.refused import Refusals
-    from clawstore.builder.session import BuildSession
+    from clawstore.builder.session import Budget, BuildSession
     from clawstore.config.models import ExecutionPolicy
     from clawstore.providers.endpoint import Endpoint
 
@@ -92,11 +92,17 @@ class Stop:
             return False
         return True
 
-    def logged(self) -> dict[str, object] | None:
-        """What the build log (and the head it writes) keeps of this stop: BuildLogDoc.stopped; None as `message`."""
-        if self.by is None or not self.runs_skipped:
-            return None
-        return {"by": self.by, "runs_not_started": self.runs_skipped}
+    def logged(self, skipped: int, budget: Budget | None) -> dict[str, object] | None:
+        """What the build log (and the head it writes) keeps of the stops that kept nodes from starting:
+        BuildLogDoc.stopped, `by` the one that kept the most (documents.STOPPED_BY), None when none kept any.
+        `skipped`: the nodes the build logged `skip`, of every kind (a build that ends skips a node only for a stop:
+        --max-cost, a refusal, this policy; the batch layer's lines over the limit too); `budget`: its --max-cost."""
+        refused = sum(self.refusals.not_started.values()) if self.refusals is not None else 0
+        policy = self.runs_skipped if self.by is not None else 0
+        over = skipped - refused - policy if budget is not None and budget.reason is not None else 0
+        kept = {"max_cost": over, "out_of_credit": refused, self.by or "": policy}
+        by, most = max(kept.items(), key=lambda cause: cause[1])
+        return {"by": by, "nodes_not_started": skipped} if skipped and most > 0 else None
 
 
 def partition(nodes: list[Node], force: bool) -> tuple[list[Node], list[Node]]:

@@ -41,11 +41,18 @@ def status(suite: str, run_profile: str, evaluation_profile: str | None, cases: 
     elif found.recorded:
         click.echo(f"claw: note: {found.recorded} finished batch line(s) recorded now{spent}", err=True)
     note(found.stopped)  # (collecting met a final 402: out of credit, as a build says it)
+    stopped = found.head_stopped
+    if stopped is not None:  # (its nodes not started are STALE or NEVER_BUILT below, unless an earlier build's stand)
+        from clawstore.store.documents import stopped_text
+
+        click.echo(f"claw: note: the campaign's head build {stopped['build_id']} was {stopped_text(stopped)}; the "
+                   "next claw build starts those STALE or NEVER_BUILT below", err=True)
     if output == "json":
         models_json = {m: {c: kinds["run"][c] for c in COLUMNS} | {
             "layers": {k: {c: n[c] for c in COLUMNS} for k, n in kinds.items()}} for m, kinds in per_model.items()}
         click.echo(json.dumps({"campaign": cid, "models": models_json, "has_head": found.never_built is None,
-                               "killed_builds": killed}, sort_keys=True))
+                               "killed_builds": killed, "stopped": {k: v for k, v in (stopped or {}).items()
+                                                                    if k != "build_id"} or None}, sort_keys=True))
         return
     rows = [[m, k, *(str(n[c]) for c in COLUMNS)] for m, kinds in per_model.items() for k, n in kinds.items()]
     headers = ["MODEL", "NODE", "FRESH", "STALE", "FAILED", "NEVER_BUILT"]

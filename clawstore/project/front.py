@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from clawstore.errors import StoreError, UsageError
 from clawstore.project import stamping
-from clawstore.project.places import never_built_message, open_store, resolve_store_dir
+from clawstore.project.places import head_stopped, never_built_message, open_store, resolve_store_dir
 
 if TYPE_CHECKING:
     from clawstore.builder.api import NodeState, UntrustedSeen
@@ -149,6 +149,7 @@ class Status:
     recorded: int = 0  # batch lines recorded just now
     stopped: str | None = None  # collecting them met an endpoint out of credit (a final 402): the build's line
     spent: str | None = None  # what the lines recorded just now cost, as a build's line says it ("0.0012 USD")
+    head_stopped: dict[str, Any] | None = None  # the head's build was stopped (places.head_stopped)
 
 
 def _fresh_runs(per_model: dict[str, dict[str, Counter[str]]]) -> int:
@@ -345,7 +346,8 @@ class Project:
                     for kind, states in kinds.items():
                         per_model[model][kind].update(states)
                 cid = by_case.campaign.campaign_id
-                return Status(cid, per_model, never_built_message(self.store, cid, _fresh_runs(per_model)))
+                return Status(cid, per_model, never_built_message(self.store, cid, _fresh_runs(per_model)),
+                              head_stopped=head_stopped(self.store, cid))
         collected = self.collect()
         cid = self.campaign.campaign_id
         per_model = fold_windows(self.campaign, self.store, False, _fold_status, seen, reasoned=False)
@@ -353,7 +355,8 @@ class Project:
             self._say_untrusted(seen)
         pending = sum(len(d.covered) for d in collected.batches if d.campaign_id == cid)
         return Status(cid, per_model, never_built_message(self.store, cid, _fresh_runs(per_model)), pending,
-                      collected.recorded, collected.stopped, collected.spent.usd_text() if collected.recorded else None)
+                      collected.recorded, collected.stopped, collected.spent.usd_text() if collected.recorded else None,
+                      head_stopped(self.store, cid))
 
     def _untrusted_seen(self) -> UntrustedSeen | None:
         """What counts, as a plan goes, the nodes the campaign's build would pay for though the store holds their

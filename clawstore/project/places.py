@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from clawstore.errors import StoreError, UsageError
 
@@ -83,6 +83,24 @@ def never_built_message(store: Store, campaign_id: str, kept: int | None = None)
         if evaluated:
             return message + "; did you mean " + " or ".join(f"--evaluation-profile {e}" for e in evaluated) + "?"
     return message + " (run claw build)"
+
+
+def head_stopped(store: Store, campaign_id: str) -> dict[str, Any] | None:
+    """The campaign head's `stopped` with its build's id (`{"build_id": …, "by": …, "nodes_not_started": N}`), None
+    when it has no head or its build was not stopped: a node not started is STALE or NEVER_BUILT in `claw status`'s
+    table, and this says why. (The head's first object only: its nodes are in parts.)"""
+    from clawstore.builder.buildlog import head_ref
+    from clawstore.store.documents import read_stopped
+
+    head_id = store.get_ref(head_ref(campaign_id))
+    if head_id is None:
+        return None
+    data = store.get_json(head_id)
+    stopped = read_stopped(data, f"campaign head {head_id}") if isinstance(data, dict) else None
+    if stopped is None:
+        return None
+    build_id = data.get("build_id")
+    return {"build_id": build_id if isinstance(build_id, str) else None, **stopped}
 
 
 def _killed_message(store: Store, campaign_id: str, kept: int | None) -> str | None:

@@ -30,7 +30,7 @@ from clawstore.report.stats import (
 from clawstore.stats.intervals import mean_interval, wilson
 from clawstore.stats.repetitions import VerdictTally
 from clawstore.store import documents
-from clawstore.store.documents import Head
+from clawstore.store.documents import Head, stopped_text
 from clawstore.store.headdoc import head_fields, is_parted, read_head_doc
 from clawstore.values.canonical import field_values
 from clawstore.values.costs import PAID_KINDS, PRICED, REPORTED, SOURCES, UNKNOWN, CostFold, CostSum, known_cost
@@ -129,17 +129,18 @@ class CampaignReport:
     # The campaign's builds killed before they finished and not yet told of (spend/killed.py: KilledBuild.to_json):
     # money spent that the head's totals do not hold; `claw report` names the same on stderr.
     killed_builds: list[dict[str, Any]] = field(default_factory=list)
-    # The head's build was stopped by its run profile's execution_policy: `{"by": …, "runs_not_started": N}` (read
-    # from the build log the head carries: documents.read_stopped); those runs are in no row.
+    # The head's build was stopped before its end: `{"by": …, "nodes_not_started": N}` (read from the build log the
+    # head carries: documents.read_stopped; `by`: its run profile's execution_policy, --max-cost, a 402); those nodes
+    # are in no row (a run not started: its row is the one before it, if any).
     stopped: dict[str, Any] | None = None
 
     @property
     def state_text(self) -> str | None:
-        """The head's state as the report and the page say it: a stop names its policy and the runs not started."""
+        """The head's state as the report and the page say it: a stop names what stopped it and the nodes not
+        started."""
         if self.stopped is None:
             return self.state
-        return (f"stopped by the run profile's execution_policy ({self.stopped['by']}): "
-                f"{self.stopped['runs_not_started']} run(s) not started")
+        return stopped_text(self.stopped)
 
     @property
     def untrusted_line(self) -> str | None:

@@ -269,8 +269,8 @@ class BuildLogDoc:
     counts: dict[str, int] = field(default_factory=lambda: {name: 0 for name in COUNTERS.values()})
     metrics: dict[str, Any] = field(default_factory=_build_metrics)
     format: int = BUILD_LOG_FORMAT
-    # State `stopped`: what stopped it and how many runs it kept from starting (`{"by": "fail_fast",
-    # "runs_not_started": 2}`: STOPPED_BY), carried into the head it wrote (`claw report`, `claw view`); else None.
+    # State `stopped`: what stopped it and how many nodes it kept from starting (`{"by": "max_cost",
+    # "nodes_not_started": 2}`: STOPPED_BY), carried into the head it wrote (`claw report`, `claw view`); else None.
     stopped: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
@@ -425,7 +425,7 @@ class Head:
     state: str | None = None
     started_at: str | None = None
     finished_at: str | None = None
-    stopped: dict[str, Any] | None = None  # the build's run profile stopped it (BuildLogDoc.stopped)
+    stopped: dict[str, Any] | None = None  # a stop kept nodes of its build from starting (BuildLogDoc.stopped)
 
     @property
     def campaign_id(self) -> str | None:
@@ -445,20 +445,36 @@ def read_head(data: Any, where: str) -> Head:
     return Head(campaign, tuple(nodes), version, **found, stopped=read_stopped(data, where))
 
 
-STOPPED_BY = frozenset({"stop_on_runner_error", "fail_fast"})  # the execution_policy settings that stop a build
+# What stops a build before its end, each keeping nodes from starting: its run profile's execution_policy (runs only),
+# `claw build --max-cost` (its limit reached or its spend unknown), an endpoint's final HTTP 402 (out of credit)
+STOPPED_BY = frozenset({"stop_on_runner_error", "fail_fast", "max_cost", "out_of_credit"})
+_POLICIES = frozenset({"stop_on_runner_error", "fail_fast"})
 
 
 def read_stopped(data: Mapping[str, Any], where: str) -> dict[str, Any] | None:
-    """A build log's or head's `stopped` (None: absent, as every log before session 78 has it); StoreError naming the
-    field a hostile one gets wrong (it is shown: no other key, a known policy, a count)."""
+    """A build log's or head's `stopped`, as `{"by": …, "nodes_not_started": N}` (None: absent, as every log before
+    session 78 has it); StoreError naming the field a hostile one gets wrong (it is shown: no other key, a known stop,
+    a count). The first session 78 builds wrote `runs_not_started` (only a policy stop then, and it stops runs only:
+    the same count); read as `nodes_not_started`."""
     stopped = _field(data, "stopped", _DICT | _NONE, "an object or null", where)
     if stopped is None:
         return None
-    if set(stopped) != {"by", "runs_not_started"} or stopped["by"] not in STOPPED_BY:
-        raise damaged(where, "stopped", f"by (one of {', '.join(sorted(STOPPED_BY))}) and runs_not_started")
-    if type(stopped["runs_not_started"]) is not int or stopped["runs_not_started"] < 0:
-        raise damaged(where, "stopped.runs_not_started", "a count")
-    return {"by": stopped["by"], "runs_not_started": stopped["runs_not_started"]}
+    by = stopped.get("by") if isinstance(stopped.get("by"), str) else None  # (a list is no name, nor hashable)
+    count = "runs_not_started" if by in _POLICIES and "runs_not_started" in stopped else "nodes_not_started"
+    if set(stopped) != {"by", count} or by not in STOPPED_BY:
+        raise damaged(where, "stopped", f"by (one of {', '.join(sorted(STOPPED_BY))}) and nodes_not_started")
+    if type(stopped[count]) is not int or stopped[count] < 0:
+        raise damaged(where, f"stopped.{count}", "a count")
+    return {"by": by, "nodes_not_started": stopped[count]}
+
+
+def stopped_text(stopped: Mapping[str, Any]) -> str:
+    """A `stopped` (read_stopped) as `claw report`, `claw view` and `claw status` say it."""
+    by = stopped["by"]  # (--max-cost: its limit reached, or a cost spent unknown; the build's line said which)
+    named = ("--max-cost" if by == "max_cost"
+             else "an endpoint out of credit (HTTP 402)" if by == "out_of_credit"
+             else f"the run profile's execution_policy ({by})")
+    return f"stopped by {named}: {stopped['nodes_not_started']} node(s) not started"
 
 
 def read_head_node(node: Any, where: str, at: int) -> HeadNode:

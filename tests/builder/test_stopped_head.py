@@ -11,6 +11,7 @@ from pathlib import Path
 from clawstore.testing.standin import StandIn, error
 from tests.hostile.attack import run_claw
 from tests.support.claw import Claw
+from tests.support.oldclaw import STOPPED_COUNTING_RUNS, old_claw, old_clawstore
 from tests.support.workspace import Workspace
 from tests.view.test_view_page import summary_of
 
@@ -34,11 +35,11 @@ def test_a_head_a_policy_stopped_says_the_runs_it_never_started(ws: Workspace, c
     assert report.code == 0 and "Traceback" not in report.stderr, report
     head = _head_line(report.stdout)
     assert "complete" not in head, head
-    assert (f"stopped by the run profile's execution_policy (stop_on_runner_error): {skipped} run(s) not started"
+    assert (f"stopped by the run profile's execution_policy (stop_on_runner_error): {skipped} node(s) not started"
             in head), head
     data = run_claw(ws.root, "report", *CAMPAIGN, "--output", "json")
     assert data.code == 0, data
-    stopped = {"by": "stop_on_runner_error", "runs_not_started": skipped}
+    stopped = {"by": "stop_on_runner_error", "nodes_not_started": skipped}
     head_json = json.loads(data.stdout)["head"]
     assert head_json["state"] == "stopped" and head_json["stopped"] == stopped, head_json
     page = tmp_path / "view.html"
@@ -46,10 +47,13 @@ def test_a_head_a_policy_stopped_says_the_runs_it_never_started(ws: Workspace, c
     assert code == 0, err
     [campaign] = summary_of(page.read_text(encoding="utf-8"))["campaigns"]
     assert campaign["state"] == "stopped" and campaign["stopped"] == stopped, campaign
-    assert f"{skipped} run(s) not started" in campaign["state_text"], campaign  # (the header's words: view.js)
+    assert f"{skipped} node(s) not started" in campaign["state_text"], campaign  # (the header's words: view.js)
 
     code, out, err = claw("query", "select state from builds", "--format", "json")
     assert code == 0 and json.loads(out) == [{"state": "stopped"}], out + err
+    status = run_claw(ws.root, "status", *CAMPAIGN)  # (why its table counts those runs NEVER_BUILT)
+    assert (f"build {head_json['build_id']} was stopped by the run profile's execution_policy (stop_on_runner_error): "
+            f"{skipped} node(s) not started" in status.stderr), status
 
     standin.reset()  # the next build runs them: its head is complete, nothing stopped
     code, out, _ = claw.build()
@@ -58,3 +62,21 @@ def test_a_head_a_policy_stopped_says_the_runs_it_never_started(ws: Workspace, c
     assert json.loads(again.stdout)["head"]["state"] == "complete", again.stdout
     assert json.loads(again.stdout)["head"]["stopped"] is None, again.stdout
     assert "(complete;" in _head_line(run_claw(ws.root, "report", *CAMPAIGN, "--no-chart").stdout)
+
+
+def test_a_stopped_head_the_first_session_78_claw_wrote_still_reads(ws: Workspace, standin: StandIn, monkeypatch,
+                                                                    tmp_path: Path) -> None:
+    """That claw wrote `stopped: {"by": …, "runs_not_started": N}` (a policy stops only runs): this one reads it as
+    `nodes_not_started`, the same count, and says it as its own."""
+    monkeypatch.setenv("CLAW_BACKOFF_BASE", "0.01")
+    ws.run_profile(concurrency=1, stop_on_runner_error=True, defaults={"retries": 0})
+    standin.script("vendor/m1", error(500))
+    old = old_clawstore(tmp_path / "old", STOPPED_COUNTING_RUNS)
+    built = old_claw(old, ws.root, "build", *CAMPAIGN, "--output", "json")
+    skipped = sum(r["run"] == "skip" for r in json.loads(built.stdout)["rows"])
+    assert built.returncode == 1 and skipped >= 1, built
+    older = run_claw(ws.root, "report", *CAMPAIGN, "--output", "json")  # (this claw: PYTHONPATH is this tree)
+    assert older.code == 0, older
+    assert json.loads(older.stdout)["head"]["stopped"] == {"by": "stop_on_runner_error", "nodes_not_started": skipped}
+    status = run_claw(ws.root, "status", *CAMPAIGN)
+    assert f"stop_on_runner_error): {skipped} node(s) not started" in status.stderr, status

@@ -184,24 +184,41 @@ def test_a_hostile_head_field_is_named() -> None:
     assert str(caught.value) == "campaign head h: state: expected a string or null"
 
 
+EXPECTED_STOP = ("stopped: expected by (one of fail_fast, max_cost, out_of_credit, stop_on_runner_error) and "
+                 "nodes_not_started")
+
+
 @pytest.mark.parametrize(("stopped", "message"), [
     ([], "stopped: expected an object or null"),
-    ({"by": "rm -rf", "runs_not_started": 2}, "stopped: expected by (one of fail_fast, stop_on_runner_error) and "
-                                              "runs_not_started"),
-    ({"by": "fail_fast", "runs_not_started": 2, "x": 1}, "stopped: expected by (one of fail_fast, "
-                                                         "stop_on_runner_error) and runs_not_started"),
+    ({"by": "rm -rf", "nodes_not_started": 2}, EXPECTED_STOP),
+    ({"by": "fail_fast", "nodes_not_started": 2, "x": 1}, EXPECTED_STOP),
+    ({"by": "max_cost", "nodes_not_started": 2, "runs_not_started": 2}, EXPECTED_STOP),
+    ({"by": "out_of_credit", "runs_not_started": 2}, EXPECTED_STOP),  # (the first session 78 key: a policy's only)
     ({"by": "fail_fast", "runs_not_started": True}, "stopped.runs_not_started: expected a count"),
-    ({"by": "fail_fast", "runs_not_started": -1}, "stopped.runs_not_started: expected a count"),
+    ({"by": "max_cost", "nodes_not_started": True}, "stopped.nodes_not_started: expected a count"),
+    ({"by": "out_of_credit", "nodes_not_started": -1}, "stopped.nodes_not_started: expected a count"),
+    ({"by": "max_cost", "nodes_not_started": "3"}, "stopped.nodes_not_started: expected a count"),
+    ({"by": ["max_cost"], "nodes_not_started": 1}, EXPECTED_STOP),  # (not a name: before, a TypeError's traceback)
+    ({"by": {}, "runs_not_started": 1}, EXPECTED_STOP),
 ])
 def test_a_hostile_heads_stop_is_named(stopped: object, message: str) -> None:
-    """A head's `stopped` (session 78: a build its execution_policy stopped) is shown by report and view: a forged one
-    is refused in one line naming it; a head without one (every head before) reads as not stopped."""
+    """A head's `stopped` (session 78: a build a stop kept nodes of from starting) is shown by report and view: a forged
+    one is refused in one line naming it; a head without one (every head before) reads as not stopped."""
     with pytest.raises(StoreError) as caught:
         documents.read_head({"campaign": {}, "nodes": [], "stopped": stopped}, "campaign head h")
     assert str(caught.value) == f"campaign head h: {message}"
     assert documents.read_head({"campaign": {}, "nodes": []}, "campaign head h").stopped is None
-    kept = {"by": "fail_fast", "runs_not_started": 2}
-    assert documents.read_head({"campaign": {}, "nodes": [], "stopped": kept}, "campaign head h").stopped == kept
+    for by in ("fail_fast", "stop_on_runner_error", "max_cost", "out_of_credit"):
+        kept = {"by": by, "nodes_not_started": 2}
+        assert documents.read_head({"campaign": {}, "nodes": [], "stopped": kept}, "campaign head h").stopped == kept
+
+
+def test_a_head_the_first_session_78_builds_wrote_still_reads() -> None:
+    """Those heads counted `runs_not_started` (only a policy stopped a build then, and it stops only runs): the same
+    count, read as `nodes_not_started`."""
+    older = {"by": "stop_on_runner_error", "runs_not_started": 3}
+    read = documents.read_head({"campaign": {}, "nodes": [], "stopped": older}, "campaign head h").stopped
+    assert read == {"by": "stop_on_runner_error", "nodes_not_started": 3}
 
 
 @pytest.mark.parametrize(("node", "message"), [
