@@ -448,24 +448,21 @@ def read_head(data: Any, where: str) -> Head:
 # What stops a build before its end, each keeping nodes from starting: its run profile's execution_policy (runs only),
 # `claw build --max-cost` (its limit reached or its spend unknown), an endpoint's final HTTP 402 (out of credit)
 STOPPED_BY = frozenset({"stop_on_runner_error", "fail_fast", "max_cost", "out_of_credit"})
-_POLICIES = frozenset({"stop_on_runner_error", "fail_fast"})
 
 
 def read_stopped(data: Mapping[str, Any], where: str) -> dict[str, Any] | None:
     """A build log's or head's `stopped`, as `{"by": …, "nodes_not_started": N}` (None: absent, as every log before
     session 78 has it); StoreError naming the field a hostile one gets wrong (it is shown: no other key, a known stop,
-    a count). The first session 78 builds wrote `runs_not_started` (only a policy stop then, and it stops runs only:
-    the same count); read as `nodes_not_started`."""
+    a count)."""
     stopped = _field(data, "stopped", _DICT | _NONE, "an object or null", where)
     if stopped is None:
         return None
     by = stopped.get("by") if isinstance(stopped.get("by"), str) else None  # (a list is no name, nor hashable)
-    count = "runs_not_started" if by in _POLICIES and "runs_not_started" in stopped else "nodes_not_started"
-    if set(stopped) != {"by", count} or by not in STOPPED_BY:
+    if set(stopped) != {"by", "nodes_not_started"} or by not in STOPPED_BY:
         raise damaged(where, "stopped", f"by (one of {', '.join(sorted(STOPPED_BY))}) and nodes_not_started")
-    if type(stopped[count]) is not int or stopped[count] < 0:
-        raise damaged(where, f"stopped.{count}", "a count")
-    return {"by": by, "nodes_not_started": stopped[count]}
+    if type(stopped["nodes_not_started"]) is not int or stopped["nodes_not_started"] < 0:
+        raise damaged(where, "stopped.nodes_not_started", "a count")
+    return {"by": by, "nodes_not_started": stopped["nodes_not_started"]}
 
 
 def stopped_text(stopped: Mapping[str, Any]) -> str:

@@ -11,7 +11,6 @@ from pathlib import Path
 from clawstore.testing.standin import StandIn, error
 from tests.hostile.attack import run_claw
 from tests.support.claw import Claw
-from tests.support.oldclaw import STOPPED_COUNTING_RUNS, old_claw, old_clawstore
 from tests.support.workspace import Workspace
 from tests.view.test_view_page import summary_of
 
@@ -62,21 +61,3 @@ def test_a_head_a_policy_stopped_says_the_runs_it_never_started(ws: Workspace, c
     assert json.loads(again.stdout)["head"]["state"] == "complete", again.stdout
     assert json.loads(again.stdout)["head"]["stopped"] is None, again.stdout
     assert "(complete;" in _head_line(run_claw(ws.root, "report", *CAMPAIGN, "--no-chart").stdout)
-
-
-def test_a_stopped_head_the_first_session_78_claw_wrote_still_reads(ws: Workspace, standin: StandIn, monkeypatch,
-                                                                    tmp_path: Path) -> None:
-    """That claw wrote `stopped: {"by": …, "runs_not_started": N}` (a policy stops only runs): this one reads it as
-    `nodes_not_started`, the same count, and says it as its own."""
-    monkeypatch.setenv("CLAW_BACKOFF_BASE", "0.01")
-    ws.run_profile(concurrency=1, stop_on_runner_error=True, defaults={"retries": 0})
-    standin.script("vendor/m1", error(500))
-    old = old_clawstore(tmp_path / "old", STOPPED_COUNTING_RUNS)
-    built = old_claw(old, ws.root, "build", *CAMPAIGN, "--output", "json")
-    skipped = sum(r["run"] == "skip" for r in json.loads(built.stdout)["rows"])
-    assert built.returncode == 1 and skipped >= 1, built
-    older = run_claw(ws.root, "report", *CAMPAIGN, "--output", "json")  # (this claw: PYTHONPATH is this tree)
-    assert older.code == 0, older
-    assert json.loads(older.stdout)["head"]["stopped"] == {"by": "stop_on_runner_error", "nodes_not_started": skipped}
-    status = run_claw(ws.root, "status", *CAMPAIGN)
-    assert f"stop_on_runner_error): {skipped} node(s) not started" in status.stderr, status

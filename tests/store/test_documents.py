@@ -193,8 +193,7 @@ EXPECTED_STOP = ("stopped: expected by (one of fail_fast, max_cost, out_of_credi
     ({"by": "rm -rf", "nodes_not_started": 2}, EXPECTED_STOP),
     ({"by": "fail_fast", "nodes_not_started": 2, "x": 1}, EXPECTED_STOP),
     ({"by": "max_cost", "nodes_not_started": 2, "runs_not_started": 2}, EXPECTED_STOP),
-    ({"by": "out_of_credit", "runs_not_started": 2}, EXPECTED_STOP),  # (the first session 78 key: a policy's only)
-    ({"by": "fail_fast", "runs_not_started": True}, "stopped.runs_not_started: expected a count"),
+    ({"by": "out_of_credit", "runs_not_started": 2}, EXPECTED_STOP),
     ({"by": "max_cost", "nodes_not_started": True}, "stopped.nodes_not_started: expected a count"),
     ({"by": "out_of_credit", "nodes_not_started": -1}, "stopped.nodes_not_started: expected a count"),
     ({"by": "max_cost", "nodes_not_started": "3"}, "stopped.nodes_not_started: expected a count"),
@@ -211,14 +210,6 @@ def test_a_hostile_heads_stop_is_named(stopped: object, message: str) -> None:
     for by in ("fail_fast", "stop_on_runner_error", "max_cost", "out_of_credit"):
         kept = {"by": by, "nodes_not_started": 2}
         assert documents.read_head({"campaign": {}, "nodes": [], "stopped": kept}, "campaign head h").stopped == kept
-
-
-def test_a_head_the_first_session_78_builds_wrote_still_reads() -> None:
-    """Those heads counted `runs_not_started` (only a policy stopped a build then, and it stops only runs): the same
-    count, read as `nodes_not_started`."""
-    older = {"by": "stop_on_runner_error", "runs_not_started": 3}
-    read = documents.read_head({"campaign": {}, "nodes": [], "stopped": older}, "campaign head h").stopped
-    assert read == {"by": "stop_on_runner_error", "nodes_not_started": 3}
 
 
 @pytest.mark.parametrize(("node", "message"), [

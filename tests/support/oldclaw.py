@@ -27,9 +27,6 @@ KEYED_WITH_JUDGE_TYPE = "ac4767c"
 # Main when session 77's fix began: its OpenClaw runs' keys held the run profile's `openclaw.docker_cli` as written
 # (a path, `/usr/bin/docker`), not the engine's name.
 KEYED_WITH_CLI_AS_WRITTEN = "de99f13"
-# Main once session 78's first stop merged: a head its execution_policy stopped counts `runs_not_started` (the later
-# claws count `nodes_not_started`, as --max-cost and a 402 skip judgements too).
-STOPPED_COUNTING_RUNS = "bd845c1"
 
 
 def old_clawstore(into: Path, commit: str = KEYED_WITH_PRICES) -> Path:
