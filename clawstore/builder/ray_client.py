@@ -10,6 +10,7 @@ import os
 import socket
 import threading
 import time
+import uuid
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -23,6 +24,7 @@ from clawstore.providers.errors import ProviderError
 from clawstore.providers.usage import RUN_LOST, SENT_UNANSWERED, WORKER_LOST, Usage
 from clawstore.values.clock import utc_now_millis
 from clawstore.values.costs import UNKNOWN
+from clawstore.values.urls import shown_text
 
 if TYPE_CHECKING:
     from clawstore.providers.client import ChatResult
@@ -37,6 +39,7 @@ CONNECT_TIMEOUT_S = 5.0  # for the cluster's address to accept a connection at a
 # A request whose worker died is sent again, by the driver, at most this many times (as Ray's own retries did before
 # session 78: they re-sent it unseen, and the lost attempt's spend, unknown, was dropped from the run's cost).
 LOST_WORKER_RETRIES = 3
+STOP_TIMEOUT_S = 120.0  # for the nodes to list and remove a lost run's containers (CLI calls of up to 30 s each)
 
 
 def _code_tag() -> str:
@@ -104,10 +107,12 @@ class _ChatWorker:
         return str(ray.get_runtime_context().get_node_id())
 
 
-def _openclaw_on_node(spec: OpenClawSpec, objects: dict[str, bytes]) -> tuple[OpenClawOutcome, dict[str, bytes]]:
+def _openclaw_on_node(spec: OpenClawSpec, objects: dict[str, bytes],
+                      label: str = "") -> tuple[OpenClawOutcome, dict[str, bytes]]:
     """A Ray task: one OpenClaw run on this node's container engine, against a scratch store holding
-    the agent's workspace (`objects`). Returns the outcome and the content of every object the run
-    stored; the driver stores each and checks it hashes to its id."""
+    the agent's workspace (`objects`), its containers labelled `label` (the attempt's: `_stop_on_node`).
+    Returns the outcome and the content of every object the run stored; the driver stores each and
+    checks it hashes to its id."""
     from clawstore.host.scratch import scratch_dir
     from clawstore.runners.openclaw import run_openclaw
     from clawstore.store import Store
@@ -118,15 +123,34 @@ def _openclaw_on_node(spec: OpenClawSpec, objects: dict[str, bytes]) -> tuple[Op
             for data in objects.values():
                 store.put_bytes(data)
         (Path(tmp) / "work").mkdir()
-        outcome = run_openclaw(spec, store, Path(tmp) / "work")
+        outcome = run_openclaw(spec, store, Path(tmp) / "work", labels=(label,) if label else ())
         made = {oid: store.get_bytes(oid) for oid in store.iter_objects() if oid not in objects}
     return outcome, made
 
 
-def after_lost_runs(outcome: OpenClawOutcome, lost: int) -> OpenClawOutcome:
+def _stop_on_node(docker_cli: str, label: str) -> tuple[list[str] | None, str]:
+    """A Ray task: remove this node's containers labelled `label` (a lost run's: its `docker run` lives in a
+    session of its own and outlives the worker that started it, its agent still at work). The names removed,
+    or (None, why) when the node's engine cannot be asked (orphans.stop_labelled)."""
+    from clawstore.runners.openclaw.container import EngineSettings
+    from clawstore.runners.openclaw.orphans import stop_labelled
+
+    return stop_labelled(EngineSettings.from_env(docker_cli), label)  # this node's engine, as the run used it
+
+
+@dataclasses.dataclass
+class LostContainers:
+    """What the driver did with the containers of an OpenClaw case's lost runs."""
+
+    stopped: list[str] = dataclasses.field(default_factory=list)  # their names
+    unstopped: list[str] = dataclasses.field(default_factory=list)  # why some may run still, one line each
+
+
+def after_lost_runs(outcome: OpenClawOutcome, lost: int, containers: LostContainers | None = None) -> OpenClawOutcome:
     """The outcome of an OpenClaw case made again after `lost` runs whose worker died under them: its cost
     unknown (those runs may have sent paid requests), at least what this run spent (its known part, as a
-    run cut off with requests in flight has, runners/openclaw/runner.py), and a runner event saying so."""
+    run cut off with requests in flight has, runners/openclaw/runner.py), and a runner event saying so and
+    naming the lost runs' containers stopped, and any that may still run (their spend going on)."""
     if not lost:
         return outcome
     artifact = dict(outcome.artifact)
@@ -141,9 +165,16 @@ def after_lost_runs(outcome: OpenClawOutcome, lost: int) -> OpenClawOutcome:
     usage.update(cost_usd=None, cost_source=UNKNOWN, usage_rejected=usage.get("usage_rejected") or RUN_LOST)
     artifact["usage"] = usage
     trace = list(artifact.get("trace") or [])
+    containers = containers or LostContainers()
+    detail = f"{lost} earlier run(s) of this case lost with their Ray worker: their spend is unknown"
+    if containers.stopped:
+        detail += f"; their container(s) stopped: {', '.join(containers.stopped)}"
+    if containers.unstopped:
+        detail += (f"; their containers could not all be stopped, and may be running the agent still (spending): "
+                   f"{'; '.join(containers.unstopped)}")
     trace.append({"sequence": len(trace), "event_type": "runner", "timestamp": utc_now_millis(), "name": "worker_lost",
-                  "detail": f"{lost} earlier run(s) of this case lost with their Ray worker: their spend is unknown",
-                  "metadata": {"lost_runs": lost}})
+                  "detail": detail, "metadata": {"lost_runs": lost, "containers_stopped": list(containers.stopped),
+                                                 "containers_not_stopped": list(containers.unstopped)}})
     artifact["trace"] = trace
     return dataclasses.replace(outcome, artifact=artifact)
 
@@ -229,6 +260,7 @@ class RayClient:
         # A container per task, one CPU each: Ray places them where CPUs are free. A task whose worker
         # died is run again by the driver (run_openclaw), which counts the lost run, not by Ray.
         self._openclaw = ray.remote(num_cpus=1, max_retries=0)(_openclaw_on_node)
+        self._stopper = ray.remote(num_cpus=0, max_retries=0)(_stop_on_node)  # (no CPU: runs beside busy cases)
 
     @property
     def nodes(self) -> int:
@@ -292,27 +324,65 @@ class RayClient:
 
     def run_openclaw(self, spec: OpenClawSpec, objects: dict[str, bytes]) -> tuple[OpenClawOutcome, dict[str, bytes]]:
         """Run one OpenClaw case on the cluster (see _openclaw_on_node)."""
+        from clawstore.runners.openclaw.orphans import ATTEMPT_LABEL
+
         ray = self._ray
         patience = spec.timeout_seconds + 600  # the run's own limit, plus the engine starting a container
         lost = 0  # runs whose worker died under them: each may have sent paid requests
+        containers = LostContainers()  # theirs, stopped (or not) before the case runs again
         while True:
+            label = f"{ATTEMPT_LABEL}={uuid.uuid4().hex}"  # this attempt's containers, wherever Ray places it
             try:
-                outcome, made = ray.get(self._openclaw.remote(spec, objects), timeout=patience)
+                outcome, made = ray.get(self._openclaw.remote(spec, objects, label), timeout=patience)
             except ray.exceptions.RayTaskError as exc:
                 raise exc.cause from None
             except (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError) as exc:
                 lost += 1
+                self.stop_attempt(spec.docker_cli, label, containers)
+                if isinstance(exc, ray.exceptions.NodeDiedError):
+                    containers.unstopped.append("its node left the cluster: a container it started there is "
+                                                "not reachable from the cluster")
                 if lost <= LOST_WORKER_RETRIES:
                     continue
+                unstopped = f"; not stopped: {'; '.join(containers.unstopped)}" if containers.unstopped else ""
                 raise ProviderError("transport_error", f"the Ray worker running the OpenClaw case died ({lost} "
-                                    f"times: {type(exc).__name__})", retryable=True, attempts=lost,
+                                    f"times: {type(exc).__name__}){unstopped}", retryable=True, attempts=lost,
                                     usage=Usage.not_believed(RUN_LOST)) from None
             except (ray.exceptions.GetTimeoutError, ray.exceptions.RayError) as exc:
-                # The run may be under way still, or have been: what it cost is unknown, never 0.
+                # The run may be under way still, or have been: what it cost is unknown, never 0; its container,
+                # if it runs, is stopped as a lost run's (the case may be built again beside it).
+                self.stop_attempt(spec.docker_cli, label, containers)
+                unstopped = f"; not stopped: {'; '.join(containers.unstopped)}" if containers.unstopped else ""
                 raise ProviderError("transport_error", f"the Ray cluster did not run the OpenClaw case "
-                                    f"({type(exc).__name__})", retryable=True,
+                                    f"({type(exc).__name__}){unstopped}", retryable=True,
                                     usage=Usage.not_believed(RUN_LOST if lost else SENT_UNANSWERED)) from None
-            return after_lost_runs(outcome, lost), made
+            return after_lost_runs(outcome, lost, containers), made
+
+    def stop_attempt(self, docker_cli: str, label: str, containers: LostContainers) -> None:
+        """Remove the containers labelled `label` (a run whose worker died) on every live node (which one ran
+        it, Ray does not say once the worker is gone), through the node's own engine as the run used it."""
+        ray = self._ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        try:
+            nodes = [n["NodeID"] for n in ray.nodes() if n.get("Alive")]
+            asked = {node: self._stopper.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False))
+                     .remote(docker_cli, label) for node in nodes}
+        except (ray.exceptions.RayError, ConnectionError, RuntimeError) as exc:
+            containers.unstopped.append(f"the cluster could not be asked to stop them ({type(exc).__name__})")
+            return
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        for node, ref in asked.items():
+            try:
+                names, why = ray.get(ref, timeout=max(deadline - time.monotonic(), 0.0))
+            except ray.exceptions.RayError as exc:
+                containers.unstopped.append(f"node {node[:12]}: could not be asked ({type(exc).__name__})")
+                continue
+            if names is None:  # (the CLI's words may quote the engine's address: shown as claw shows URLs)
+                containers.unstopped.append(f"node {node[:12]}: its container engine did not answer "
+                                            f"({shown_text(why)})")
+            else:
+                containers.stopped += [name for name in names if name not in containers.stopped]
 
     def close(self) -> None:
         # The actors stay for the next build (idle, no CPU reserved). In the `claw` program the

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from clawstore.builder.ray_client import after_lost_runs
+from clawstore.builder.ray_client import LostContainers, after_lost_runs
 from clawstore.providers.usage import RUN_LOST, TURN_NO_RESULT
 from clawstore.runners.openclaw.runner import OpenClawOutcome
 
@@ -40,3 +40,14 @@ def test_a_run_unknown_itself_keeps_its_reason_and_known_part_and_the_trace_says
 def test_no_lost_run_leaves_the_outcome_as_it_is() -> None:
     outcome = _outcome(cost_usd=0.00012, cost_source="priced")
     assert after_lost_runs(outcome, 0) is outcome
+
+
+def test_the_trace_names_the_lost_runs_containers_stopped_and_says_which_may_still_spend() -> None:
+    """(A container the driver could not stop may run the agent on, paid requests and all: the user must know.)"""
+    containers = LostContainers(stopped=["claw-oc-1-turn1"], unstopped=["node 0a1b: its container engine did not "
+                                                                       "answer (exit 1)"])
+    [*_, event] = after_lost_runs(_outcome(cost_usd=0.1, cost_source="priced"), 2, containers).artifact["trace"]
+    assert event["metadata"] == {"lost_runs": 2, "containers_stopped": ["claw-oc-1-turn1"],
+                                 "containers_not_stopped": containers.unstopped}
+    assert "claw-oc-1-turn1" in event["detail"] and "may be running the agent still" in event["detail"]
+    assert "node 0a1b: its container engine did not answer" in event["detail"]

@@ -3,6 +3,7 @@ cluster on loopback; the container engine is the fake CLI of tests/openclaw, rea
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from clawstore.host.durable import process_alive
 from clawstore.store import Store
 from tests.openclaw.conftest import FAKE_ID, FAKE_IMAGE, FakeDocker, basic_agent, fake_cli, payload
 from tests.support.raycluster import RayCluster, ray_available, ray_cluster
@@ -139,3 +141,76 @@ def test_an_openclaw_run_lost_with_its_worker_is_run_again_and_its_spend_shows(
     done = subprocess.run([sys.executable, "-m", "clawstore.cli", "fsck"], cwd=ws.root, capture_output=True,
                           text=True, timeout=300, env=env)  # (its artifact, a trace event added, is a valid one)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_container_of_a_run_lost_with_its_worker_is_stopped_before_the_case_runs_again(
+        cluster: RayCluster, nodes_docker: FakeDocker, tmp_path: Path) -> None:
+    """A `docker run` lives in a session of its own: the worker killed, its container goes on with the agent, paid
+    requests and all, until its own timeout. The driver stops it (found by the label naming the lost attempt) before
+    it runs the case again, and the case's trace names it; before, it ran beside the second run, unseen."""
+    driver = _fake(tmp_path / "driver-engine")
+    ws = _workspace(tmp_path / "ws", driver.cli)
+    env = {k: v for k, v in os.environ.items() if k != "CLAW_STORE"}
+    env.update({"OPENROUTER_API_KEY": SECRET, "FAKE_DOCKER_STATE": str(driver.state),
+                "FAKE_DOCKER_SCENARIO": str(driver.scenario_path)})
+    nodes_docker.script(turns=[{**TURNS[0], "sleep": 300}])  # an agent at work far past this test
+    first: dict = {}
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "clawstore.cli", "build", "--suite", "main", "--run-profile",
+                                 "rp", "--case", "oc_a", "--model", "m1", "--output", "json", "--executor", "ray",
+                                 "--ray-address", cluster.address],
+                                cwd=ws.root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 180
+        while not first and time.monotonic() < deadline:
+            assert proc.poll() is None, proc.communicate()
+            for marker in (nodes_docker.state / "containers").glob("*-turn1.json"):
+                with contextlib.suppress(FileNotFoundError, ValueError):
+                    first[marker.stem] = json.loads(marker.read_text())["pid"]
+            time.sleep(0.05)
+        assert first, "the agent's container started on a node"
+        working = cluster.worker_pids(b"ray::_openclaw_on_node")
+        assert working, "its Ray task runs"
+        nodes_docker.script(turns=TURNS)  # the case's second run: quick
+        for pid in working:
+            os.kill(pid, signal.SIGKILL)
+        out, err = proc.communicate(timeout=600)
+        [(name, pid)] = first.items()
+        assert not process_alive(pid, 0), "the lost run's container still runs its agent"  # (before the finally)
+    finally:
+        nodes_docker.script(turns=TURNS)
+        nodes_docker.end_containers()
+    assert proc.returncode == 0, err
+    calls = nodes_docker.calls()
+    removed = [i for i, call in enumerate(calls) if call["cmd"] == "rm" and call["name"] == name]
+    again = [i for i, call in enumerate(calls) if call["cmd"] == "agent"][-1]
+    assert removed and removed[0] < again, "stopped before the case ran again"
+    [row] = json.loads(out)["rows"]
+    assert row["status"] == "success" and row["cost_usd"] is None, row
+    store = Store(ws.root / "store")
+    [run] = [r for r in (store.get_action(k) for k, _ in store.iter_actions()) if r.kind == "run"]
+    artifact = json.loads(store.get_bytes(run.outputs["artifact"]))
+    [event] = [e for e in artifact["trace"] if e.get("name") == "worker_lost"]
+    assert event["metadata"]["containers_stopped"] == [name], event
+
+
+def test_a_lost_runs_containers_no_node_can_stop_are_named_not_passed_over(cluster: RayCluster,
+                                                                           tmp_path: Path) -> None:
+    """Each node asked through its own engine; one whose engine cannot be asked is named with its reason (the lost
+    run's container may run there still: the case's trace says so), never counted as nothing to stop. (A program of
+    its own: a Ray driver in pytest's process would keep its descriptors.)"""
+    script = f"""
+import json
+from clawstore.builder.ray_client import LostContainers, RayClient
+from clawstore.runners.openclaw.orphans import ATTEMPT_LABEL
+client = RayClient({cluster.address!r})
+found = LostContainers()
+client.stop_attempt({str(tmp_path / "no-such-cli")!r}, ATTEMPT_LABEL + "=lost", found)
+print(json.dumps({{"nodes": client.nodes, "stopped": found.stopped, "unstopped": found.unstopped}}))
+client.close()
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          env=cluster.env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.splitlines()[-1])
+    assert found["stopped"] == [] and len(found["unstopped"]) == found["nodes"] == 2, found
+    assert all("its container engine did not answer" in line and "not found" in line for line in found["unstopped"])

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 RECORDS = "containers"  # in the store
 BUILD_LABEL = f"{LABEL}.build"
 STORE_LABEL = f"{LABEL}.store"
+ATTEMPT_LABEL = f"{LABEL}.attempt"  # one run of a case on a Ray node: stopped by the driver if its worker dies
 BUILD_LEASE = "build "  # + the build id: the purpose of a build's lease (builder/engine.py)
 
 
@@ -76,16 +77,24 @@ def stop_orphans(store: Store, build_id: str | None = None) -> OrphanReport:
             continue
         settings = EngineSettings(docker_cli=record.docker_cli)
         engine = _engine_to_ask(record.engine)
-        names, why = labelled_containers(settings, f"{BUILD_LABEL}={record.build_id}", engine)
+        names, why = stop_labelled(settings, f"{BUILD_LABEL}={record.build_id}", engine)
         if names is None:
             report.unanswered.append(f"{record.docker_cli}: {shown_text(why)}")
             continue
-        for name in names:
-            remove_container(settings, name, engine)
-            report.stopped.append(f"{name} (build {record.build_id})")
+        report.stopped += [f"{name} (build {record.build_id})" for name in names]
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
     return report
+
+
+def stop_labelled(settings: EngineSettings, label: str,
+                  engine: dict[str, str] | None = None) -> tuple[list[str] | None, str]:
+    """Remove every container carrying `label` (`key=value`); the names removed, or (None, why) when the engine
+    cannot be asked."""
+    names, why = labelled_containers(settings, label, engine)
+    for name in names or ():
+        remove_container(settings, name, engine)
+    return names, why
 
 
 def _engine_to_ask(recorded: dict[str, str]) -> dict[str, str]:

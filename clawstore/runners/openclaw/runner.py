@@ -165,9 +165,10 @@ class _Failure(Exception):
 
 
 class _Run:
-    def __init__(self, spec: OpenClawSpec, store: Store, root: Path, run_id: str, build_id: str | None = None):
+    def __init__(self, spec: OpenClawSpec, store: Store, root: Path, run_id: str, build_id: str | None = None,
+                 labels: tuple[str, ...] = ()):
         self.spec, self.store, self.root, self.run_id = spec, store, root, run_id
-        self.build_id = build_id
+        self.build_id, self.labels = build_id, labels
         self.trace = Trace()
         self.settings = EngineSettings.from_env(spec.docker_cli)
         self.cli_agent_id = oc_config.cli_agent_id(spec.agent)
@@ -238,7 +239,7 @@ class _Run:
             raise _Failure("failed", RunError("openclaw_engine_unavailable", problem, "execution_error",
                                               retryable=True))
         deadline = time.monotonic() + spec.timeout_seconds
-        owner = owner_labels(self.store, self.build_id, self.settings) if self.build_id else ()
+        owner = (*(owner_labels(self.store, self.build_id, self.settings) if self.build_id else ()), *self.labels)
         runner = ContainerRunner(self.settings, spec.image, self.root, env, self.run_tag,
                                  hidden_env=(spec.api_key_env,) if spec.api_key_env else (), owner_labels=owner)
         # Every long message is written before the first container: the agent owns the mounted root, and a link
@@ -453,14 +454,15 @@ def _ref(artifact_id: str, artifact_type: str, oid: str | None, media_type: str 
 
 
 def run_openclaw(spec: OpenClawSpec, store: Store, workdir: Path, *, run_id: str | None = None,
-                 build_id: str | None = None) -> OpenClawOutcome:
+                 build_id: str | None = None, labels: tuple[str, ...] = ()) -> OpenClawOutcome:
     """Run one openclaw case against one model. Never raises for a run that fails: the failure is
     the artifact's status. `workdir` is a scratch directory; everything kept goes into `store`.
-    `build_id`: the build running it, whose label its containers carry (orphans.py)."""
+    `build_id`: the build running it, whose label its containers carry (orphans.py); `labels`: more
+    `key=value` labels for them (the Ray attempt's, builder/ray_client.py)."""
     clock = Clock()
     run_id = run_id or f"run_{uuid.uuid4().hex}"
     root = Path(tempfile.mkdtemp(prefix="claw-oc-", dir=workdir))
-    run = _Run(spec, store, root, run_id, build_id)
+    run = _Run(spec, store, root, run_id, build_id, labels)
     status, error = "success", None
     captured: dict[str, Any] = {}
     try:
