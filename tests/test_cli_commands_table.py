@@ -46,7 +46,8 @@ COMMAND_MODULES_SEEN = textwrap.dedent("""
     out = sys.argv.pop(1)
     WATCHED = ("httpx", "ctypes", "secrets", "clawstore.builder.api", "pydantic", "duckdb",
                "clawstore.store.services.gc", "clawstore.store.services.archive_import", "yaml",
-               "clawstore.store.store", "clawstore.project.keeping")
+               "clawstore.store.store", "clawstore.project.keeping", "clawstore.builder.engine",
+               "clawstore.builder.batching")
 
     def seen():
         with open(out, "w") as f:
@@ -91,6 +92,26 @@ def test_a_build_and_the_commands_its_stamp_answers_import_only_what_they_use(ws
         imported = _imported(ws, tmp_path, *command)
         assert not {"clawstore.builder.api", "pydantic", "duckdb", "clawstore.store.store",
                     "clawstore.project.keeping"} & set(imported), command
+
+
+@pytest.mark.parametrize("command", [("status",), ("explain",), ("build", "--dry-run"), ("plan",)], ids=" ".join)
+def test_a_command_that_plans_without_a_stamp_imports_no_build_engine_nor_batch_client(
+        command: tuple[str, ...], ws: Workspace, tmp_path: Path) -> None:  # noqa: F811
+    # Never built (no stamp to answer): the command plans every node. builder/api.py imported the engine (~50 ms of
+    # CPU: execution, the build log's writer, progress) for a constant, and status's collect of provider batches
+    # imported builder/batching.py, the batch API and httpx (~100 ms) before seeing the store holds no batch; plan
+    # imported httpx with runners/tools.py (for its tools' names; httpx only for the web search a run makes).
+    imported = set(_imported(ws, tmp_path, *command))
+    assert "clawstore.builder.api" in imported  # (it planned: the stamp did not answer)
+    assert not {"httpx", "clawstore.builder.engine", "clawstore.builder.batching"} & imported
+
+
+def test_a_report_of_a_store_without_batches_imports_no_batch_client(ws: Workspace,  # noqa: F811
+                                                                     tmp_path: Path) -> None:
+    # Its note on requests pending in provider batches imported builder/batching.py, the batch API and httpx (~40 ms)
+    # to read a store that holds no batch.
+    _imported(ws, tmp_path, "build")
+    assert not {"httpx", "clawstore.builder.batching"} & set(_imported(ws, tmp_path, "report"))
 
 
 def test_a_push_and_a_pull_by_path_in_a_workspace_without_claw_yaml_import_no_yaml_reader(

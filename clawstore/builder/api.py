@@ -10,13 +10,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
-from clawstore.builder import engine
 from clawstore.builder.buildlog import head_ref
 from clawstore.builder.cyclic_gc import collector_paused
-from clawstore.builder.engine import BuildOptions, BuildReport
 from clawstore.builder.request import CampaignRequest
 from clawstore.builder.run_exec import LlmProbeRuns, OpenClawRuns, RunExecutor, Stored, message_doc
 from clawstore.errors import StoreError
+from clawstore.graph import plan as graph_plan  # (WINDOW_RUNS read as it plans: tests set a smaller one)
 from clawstore.graph.explain import HeadByCases, HeadOutOfOrder, classify, read_head, reasons
 from clawstore.graph.plan import (
     RELEASED,
@@ -35,6 +34,7 @@ from clawstore.store.untrusted import promote_trusted
 
 if TYPE_CHECKING:
     from clawstore.builder.clients import ChatClient, OpenClawCluster, ProviderConnection
+    from clawstore.builder.engine import BuildOptions, BuildReport
     from clawstore.builder.eval_layer import EvalLayer
     from clawstore.builder.refused import Refusals
     from clawstore.builder.session import BuildSession
@@ -241,6 +241,8 @@ def _build_planned(request: CampaignRequest, store: Store, options: BuildOptions
 
 def _build_windowed(request: CampaignRequest, store: Store, options: BuildOptions, campaign: Campaign,
                     client: _LazyClient, head: HeadByCases) -> BuildReport:
+    from clawstore.builder import engine  # (here: a command that only plans never imports what executes, ~50 ms)
+
     planner = _RunPlanner(campaign, store)
     batches = _run_batches(store, options, client)
     # Provider batches keep the whole plan in one window: a batch per window (and, with --wait, a wait per window)
@@ -253,7 +255,7 @@ def _build_windowed(request: CampaignRequest, store: Store, options: BuildOption
         eval_layer = EvalLayer(campaign, store, client)
 
     def windows() -> Iterator[list[Node]]:
-        for items in window_items(campaign, WHOLE if whole else engine.WINDOW_RUNS, planner.repetitions):
+        for items in window_items(campaign, WHOLE if whole else graph_plan.WINDOW_RUNS, planner.repetitions):
             previous = head.window(sorted({item.case_id for item in items}), fall_back=True)
             if eval_layer is not None:  # (its checks and judgements now, its results during the next window)
                 eval_layer.add_head(previous, head.whole)
@@ -477,7 +479,7 @@ def inspect_windows(campaign: Campaign, store: Store, force: bool = False, runs:
                 from clawstore.builder.eval_layer import EvalLayer
 
                 layer = EvalLayer(campaign, store)
-            for items in window_items(campaign, engine.WINDOW_RUNS if runs is None else runs, planner.repetitions):
+            for items in window_items(campaign, graph_plan.WINDOW_RUNS if runs is None else runs, planner.repetitions):
                 cases = sorted({item.case_id for item in items})
                 previous = head.window(cases)
                 nodes = planner.plan(items)

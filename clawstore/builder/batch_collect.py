@@ -12,16 +12,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from clawstore.builder import batch_doc
-from clawstore.builder.api import _LazyClient, _plan_all, _provider_client
 from clawstore.builder.batch_doc import BatchDoc
-from clawstore.builder.batching import forget_recorded
-from clawstore.builder.buildlog import BuildLog
 from clawstore.builder.cyclic_gc import collector_paused
-from clawstore.builder.refused import COLLECTING, Refusals
-from clawstore.builder.session import BuildOptions, BuildSession
-from clawstore.host.machine_settings import backoff_base
 from clawstore.store import RefConflict
-from clawstore.store.claims import ClaimBoard
 from clawstore.values.costs import CostSum
 
 if TYPE_CHECKING:
@@ -41,12 +34,22 @@ class Collected:
 def collect(campaign: Campaign, store: Store, wait: bool = False, poll_s: float | None = None) -> Collected:
     """Record every finished line of the batches covering this campaign's judgements (with `wait`,
     until none is pending); the batches still in the store after that."""
+    if not store.list_refs(batch_doc.REF_PREFIX):  # (`claw status` asks every time: no batch is the usual case)
+        return Collected(campaign.campaign_id, 0, [])
+    # (here: a status of a store without batches never imports the batch API and httpx, ~100 ms of its start)
+    from clawstore.builder.api import _LazyClient, _plan_all, _provider_client
+    from clawstore.builder.batching import forget_recorded
+    from clawstore.builder.buildlog import BuildLog
     from clawstore.builder.eval_batch import batch_judges
     from clawstore.builder.eval_layer import EvalLayer
+    from clawstore.builder.refused import COLLECTING, Refusals
     from clawstore.builder.run_batch import batch_runs
+    from clawstore.builder.session import BuildOptions, BuildSession
+    from clawstore.host.machine_settings import backoff_base
+    from clawstore.store.claims import ClaimBoard
 
     with collector_paused():
-        if not forget_recorded(store):  # (`claw status` asks every time: nothing to poll is the usual case)
+        if not forget_recorded(store):  # (every batch's lines recorded: nothing to poll)
             return Collected(campaign.campaign_id, 0, [])
         store.adopt_orphans()
         # A session of its own: its log is never written (what it records lands in the action cache).

@@ -36,9 +36,6 @@ if TYPE_CHECKING:
 __all__ = ["BuildOptions", "BuildReport", "BuildInterrupted", "run_build"]  # BuildOptions: session.py's
 
 
-WINDOW_RUNS = 2_000  # runs a build plans, executes and evaluates at a time (docs/building.md, How a build proceeds)
-
-
 @dataclass
 class BuildReport:
     """What a build did: counts, metrics, failures and its rows (spilled: builder/rows.py), not its nodes."""

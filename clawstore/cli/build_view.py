@@ -60,12 +60,16 @@ def pending_note(store: Store, campaign_id: str) -> str | None:
     """What a report or page of `campaign_id` leaves out: requests submitted in provider batches and not yet collected
     (paid for once their batch ends, held by no record yet), from the store alone; None when there is none."""
     from clawstore.builder import batch_doc
-    from clawstore.builder.batching import recorded_by
+
+    docs = [doc for doc in batch_doc.pending(store) if doc.campaign_id == campaign_id]
+    if not docs:
+        return None
+    from clawstore.builder.batching import recorded_by  # (here: batching.py imports the batch API and httpx, ~40 ms)
 
     # (not a line whose record, naming its batch, is here: a pull brings back the ref of a batch a colleague collected,
     # a push never deleting one, with those records; this note counted them, as forget_recorded lets them go, unread)
-    pending = sum(1 for doc in batch_doc.pending(store) if doc.campaign_id == campaign_id
-                  for key in doc.covered if doc.batch_id is None or not recorded_by(store, key, doc.name))
+    pending = sum(1 for doc in docs for key in doc.covered
+                  if doc.batch_id is None or not recorded_by(store, key, doc.name))
     if not pending:
         return None
     return (f"{pending} request(s) of campaign {campaign_id} are pending in provider batches: their cost and scores "

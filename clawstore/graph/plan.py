@@ -197,6 +197,9 @@ def _earlier_identity(item: CampaignItem, repetition: int, endpoint: dict[str, A
     return earlier
 
 
+WINDOW_RUNS = 2_000  # runs a build plans, executes and evaluates at a time (docs/building.md, How a build proceeds)
+
+
 def window_items(campaign: Campaign, runs: int, repetitions: int) -> Iterator[list[CampaignItem]]:
     """The campaign's items a window of about `runs` runs at a time (at least one case): whole cases in their sorted
     order, every model of each (the head's part order: case, then model; store/headdoc.py), each window's items in

@@ -14,8 +14,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
-
 from clawstore.runners.sandbox import Sandbox, SandboxError, to_sandbox_path
 
 TOOL_NAMES = ("exec_shell", "write_file", "read_file", "web_search")
@@ -108,8 +106,6 @@ class ToolBox:
             return ToolOutcome.error(exc.strerror or type(exc).__name__, type(exc).__name__)
         except UnicodeDecodeError:
             return ToolOutcome.error("file is not valid UTF-8 text", "UnicodeDecodeError")
-        except httpx.HTTPError as exc:
-            return ToolOutcome.error(f"web search failed: {exc}", type(exc).__name__)
 
     def _exec_shell(self, args: dict[str, str]) -> ToolOutcome:
         result = self.sandbox.run_shell(args["command"], self.shell_timeout, network=self.network)
@@ -148,15 +144,20 @@ class ToolBox:
     def _web_search(self, args: dict[str, str]) -> ToolOutcome:
         if not self.network:
             return ToolOutcome.error("network access is disabled for this run", "network_disabled")
-        with httpx.stream("GET", SEARCH_URL, params={"q": args["query"]}, timeout=15.0,
-                          headers={"User-Agent": "clawstore/0.1 (llm_probe web_search)"}) as response:
-            response.raise_for_status()
-            page = bytearray()
-            for chunk in response.iter_bytes():  # the first SEARCH_PAGE_MAX bytes: results come first
-                page += chunk
-                if len(page) >= SEARCH_PAGE_MAX:
-                    break
-            text = bytes(page[:SEARCH_PAGE_MAX]).decode(response.encoding or "utf-8", errors="replace")
+        import httpx  # (here: `claw plan` reads TOOL_NAMES, and httpx was ~40 ms of its start)
+
+        try:
+            with httpx.stream("GET", SEARCH_URL, params={"q": args["query"]}, timeout=15.0,
+                              headers={"User-Agent": "clawstore/0.1 (llm_probe web_search)"}) as response:
+                response.raise_for_status()
+                page = bytearray()
+                for chunk in response.iter_bytes():  # the first SEARCH_PAGE_MAX bytes: results come first
+                    page += chunk
+                    if len(page) >= SEARCH_PAGE_MAX:
+                        break
+                text = bytes(page[:SEARCH_PAGE_MAX]).decode(response.encoding or "utf-8", errors="replace")
+        except httpx.HTTPError as exc:
+            return ToolOutcome.error(f"web search failed: {exc}", type(exc).__name__)
         return ToolOutcome("success", {"query": args["query"], "results": _scrape_results(text)})
 
 

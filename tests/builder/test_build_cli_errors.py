@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from clawstore.builder import engine
+from clawstore.graph import plan as graph_plan
 from clawstore.testing.standin import StandIn, key_fingerprint
 from tests.support.claw import Claw
 from tests.support.judging import JUDGE, eval_profile, judge_reply
@@ -173,7 +173,7 @@ def test_a_build_refused_in_a_later_window_ends_its_log_refused(ws: Workspace, c
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """Refused planning its second window, after its first reused what it had: its log ends `refused` (sealed, no
     journal, the head advanced over what it reused), not `running`, which readers take for a killed build."""
-    monkeypatch.setattr(engine, "WINDOW_RUNS", 2)  # one case a window (two models)
+    monkeypatch.setattr(graph_plan, "WINDOW_RUNS", 2)  # one case a window (two models)
     eval_profile(ws, repetitions=1)
     standin.script(JUDGE, *[judge_reply(7.0)] * 20)
     ws.edit("suites/main.yaml", lambda d: d["models"][1].update(api_key_env="LOCAL_KEY"))

@@ -15,10 +15,11 @@ from typing import Any
 
 import pytest
 
-from clawstore.builder import buildlog, engine
+from clawstore.builder import buildlog
 from clawstore.builder.api import CampaignRequest
 from clawstore.builder.buildlog import head_ref
 from clawstore.builder.stamp import STAMPS_DIR
+from clawstore.graph import plan as graph_plan
 from clawstore.project.front import BuildSettings, Project
 from clawstore.store import headdoc
 from clawstore.store.core import index, runtime
@@ -50,7 +51,7 @@ def _small_buffers(patch: pytest.MonkeyPatch) -> None:
     patch.setattr(headdoc, "PART_MAX", 32)
     patch.setattr(index, "SMALL_ROWS", 64)
     patch.setattr(runtime, "PACK_TARGET", 64 << 10)
-    patch.setattr(engine, "WINDOW_RUNS", 8)
+    patch.setattr(graph_plan, "WINDOW_RUNS", 8)
 
 
 def build_peak_alone(root: str, store: str) -> int:
@@ -108,18 +109,18 @@ def test_a_windowed_build_writes_the_head_a_whole_head_build_writes(
     ws.case("c99", "A new case?")
     heads = {}
     reports = {}
-    for window in (engine.WINDOW_RUNS, 1):
+    for window in (graph_plan.WINDOW_RUNS, 1):
         copy = store.parent / f"store-{window}"
         shutil.copytree(store, copy)
         monkeypatch.setenv("CLAW_STORE", str(copy))
-        monkeypatch.setattr(engine, "WINDOW_RUNS", window)
+        monkeypatch.setattr(graph_plan, "WINDOW_RUNS", window)
         sent = len(standin.requests)
         code, report, err = _stampless_build(claw, copy)
         assert code == 1 and report["counts"]["executed"] > 0, err
         reports[window] = (_comparable(report), len(standin.requests) - sent)
         with Store(copy) as opened:
             heads[window] = opened.get_ref(head_ref("main__rp__ev"))
-    assert reports[1] == reports[engine.WINDOW_RUNS] and heads[1] == heads[engine.WINDOW_RUNS], reports
+    assert reports[1] == reports[graph_plan.WINDOW_RUNS] and heads[1] == heads[graph_plan.WINDOW_RUNS], reports
 
     copy = store.parent / "store-1"
     _reorder_head(copy, "main__rp__ev")

@@ -15,6 +15,7 @@ import pytest
 from clawstore.builder import engine
 from clawstore.builder.engine import BuildReport
 from clawstore.builder.eval_layer import EvalLayer
+from clawstore.graph import plan as graph_plan
 from clawstore.graph.plan import Node
 from tests.builder.test_build_memory import _build, _workspace, env  # noqa: F401 - env: the stand-in fixture
 
@@ -24,7 +25,7 @@ WINDOW = 4  # runs a window: 6 cases x 2 models make three
 def _interrupt_in_window_end(monkeypatch: pytest.MonkeyPatch, signals: int) -> tuple[list[int], list[str]]:
     """SIGINT sent `signals` times while the first window's results are taken in (the build's own thread, between
     two windows' executions); returns the runs of each window taken in whole and each layer's executed nodes."""
-    monkeypatch.setattr(engine, "WINDOW_RUNS", WINDOW)
+    monkeypatch.setattr(graph_plan, "WINDOW_RUNS", WINDOW)
     taken: list[int] = []
     executed: list[str] = []
     add_window, execute, checks = engine.BuildReport.add_window, engine._Windowed._execute, EvalLayer._exec_checks

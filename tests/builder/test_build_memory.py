@@ -22,6 +22,7 @@ from clawstore.builder import api, buildlog, engine
 from clawstore.builder.api import CampaignRequest, build
 from clawstore.builder.engine import BuildOptions, BuildReport
 from clawstore.builder.eval_layer import RunEvaluation
+from clawstore.graph import plan as graph_plan
 from clawstore.graph.plan import Node
 from clawstore.host import heap
 from clawstore.project.front import Project
@@ -38,7 +39,7 @@ from tests.support.workspace import SECRET, Workspace, many_cases
 # written, held to the end); 1.3-2.7 KB with the windowed build, the streamed log and the compact index (what is left:
 # the journal's lines not written yet, flushed every LOG_WRITE_INTERVAL_S, which this fast build does not reach).
 HELD_PER_RUN_BOUND = 5_000
-WINDOW = 20  # runs a window (engine.WINDOW_RUNS) in these tests
+WINDOW = 20  # runs a window (graph/plan.py WINDOW_RUNS) in these tests
 
 
 @pytest.fixture
@@ -137,7 +138,7 @@ def _held_per_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _held_per_run_measured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(engine, "WINDOW_RUNS", WINDOW)
+    monkeypatch.setattr(graph_plan, "WINDOW_RUNS", WINDOW)
     # The build's other constant buffers made small too, so that this campaign outgrows them as a big one does
     # theirs: the build log's sorted runs (1 MiB), the index's segments held as dicts (4,096 rows) and the open
     # pack, whose table and edges grow until it is sealed (32 MiB).
@@ -159,7 +160,7 @@ def _held_per_run_measured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
                          ids=["timer", "slow-commits", "descheduled"])
 def test_a_build_holds_its_nodes_a_window_at_a_time(tmp_path: Path, env: None, monkeypatch: pytest.MonkeyPatch,
                                                     commit_window_s: float, after_commit_s: float) -> None:
-    monkeypatch.setattr(engine, "WINDOW_RUNS", WINDOW)
+    monkeypatch.setattr(graph_plan, "WINDOW_RUNS", WINDOW)
     # "descheduled": the committing thread keeps its group a while after the commit ran the group's callbacks (a loaded
     # machine's scheduler): the nodes made durable must not be held by it. (They were, by the callback that took them
     # off the awaiting list: 215 alive past the bound below in a loaded run of "timer", 219 here; session 75.)
@@ -250,7 +251,7 @@ def test_a_build_settles_the_allocator_before_its_threads_and_trims_it_every_win
     """glibc's heaps kept what a window freed (30-75 MB of free heap in a cold build at 5,000-10,000 x 5, more the
     bigger the campaign; docs/building.md, Memory): a build fixes malloc's mmap threshold and arenas before it starts
     a thread, and gives the free heap back after every window."""
-    monkeypatch.setattr(engine, "WINDOW_RUNS", WINDOW)
+    monkeypatch.setattr(graph_plan, "WINDOW_RUNS", WINDOW)
     calls: list[tuple[str, list[str]]] = []
     # A thread an earlier test left (in CI's worker: any test's), ending once the build has started: this test counted
     # threads, and then saw one fewer at the settle than at its start (session 75; 5 of 5 runs, loaded or not). What is

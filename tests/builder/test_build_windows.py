@@ -1,4 +1,4 @@
-"""A build goes a window of runs at a time (builder/engine.py, WINDOW_RUNS): it prints the rows and counts, and leaves
+"""A build goes a window of runs at a time (graph/plan.py WINDOW_RUNS): it prints the rows and counts, and leaves
 the head, of a build in one window; a window's runs execute beside the judgements of the window before; a stop keeps
 the later windows' runs from starting but not the judgements under way."""
 
@@ -12,6 +12,7 @@ import pytest
 
 from clawstore.builder import buildlog, engine
 from clawstore.builder.buildlog import head_ref
+from clawstore.graph import plan as graph_plan
 from clawstore.graph.explain import read_head
 from clawstore.graph.plan import Node
 from clawstore.store.store import Store
@@ -33,7 +34,7 @@ def _workspace(root: Path, standin: StandIn) -> Workspace:
 
 def _build(ws: Workspace, store: Path, monkeypatch: pytest.MonkeyPatch, window: int,
            *extra: str) -> tuple[int, dict[str, Any], str]:
-    monkeypatch.setattr(engine, "WINDOW_RUNS", window)
+    monkeypatch.setattr(graph_plan, "WINDOW_RUNS", window)
     monkeypatch.setenv("CLAW_STORE", str(store))
     monkeypatch.chdir(ws.root)
     code, out, err = Claw(ws.root).build("--evaluation-profile", "ev", "--output", "json", *extra)

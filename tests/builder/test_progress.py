@@ -200,17 +200,17 @@ def test_ctrl_c_during_the_judgements_does_not_undercount_what_is_left(ws: Works
 
 def test_the_total_shown_is_the_builds_from_its_first_layer(ws: Workspace, claw: Claw, standin: StandIn,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    """Built a case a window (engine.WINDOW_RUNS), each window's runs, checks, judgements and results begin apart: the
+    """Built a case a window (WINDOW_RUNS), each window's runs, checks, judgements and results begin apart: the
     live display drawn as each layer begins shows the build's 16 nodes (done, begun and expected) from the first,
     where it showed 2, then 4, 6, ... 16 as the layers of each window began (session 78)."""
     from rich.console import Console
 
-    from clawstore.builder import engine
     from clawstore.builder.progress_live import LiveProgress
+    from clawstore.graph import plan as graph_plan
 
     eval_profile(ws, repetitions=1)
     standin.script(JUDGE, judge_reply(7))
-    monkeypatch.setattr(engine, "WINDOW_RUNS", 2)  # (a window holds whole cases: alpha's two runs, then beta's)
+    monkeypatch.setattr(graph_plan, "WINDOW_RUNS", 2)  # (a window holds whole cases: alpha's two runs, then beta's)
     shown: list[str] = []
 
     def drawn(self: LiveProgress, label: str, stale: int, reused: int) -> None:

@@ -18,10 +18,11 @@ from typing import Any
 
 import pytest
 
-from clawstore.builder import api, engine
+from clawstore.builder import api
 from clawstore.builder.api import CampaignRequest
 from clawstore.builder.buildlog import head_ref
 from clawstore.builder.stamp import STAMPS_DIR
+from clawstore.graph import plan as graph_plan
 from clawstore.project.front import Project
 from clawstore.store.store import Store
 from clawstore.testing.standin import StandIn, error, text
@@ -55,7 +56,7 @@ def _campaign(ws: Workspace, standin: StandIn, cases: int) -> None:
 
 def _answers(claw: Claw, store: Path, window: int, monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, str, str]]:
     """Every command's (exit code, stdout, stderr), text and JSON, planned `window` runs at a time."""
-    monkeypatch.setattr(engine, "WINDOW_RUNS", window)
+    monkeypatch.setattr(graph_plan, "WINDOW_RUNS", window)
     return stampless_answers(claw, store, COMMANDS, CAMPAIGN)
 
 
@@ -103,7 +104,7 @@ def _status_peak(root: Path, store: Path) -> int:
 
 def status_peak_alone(root: str, store: str) -> int:
     """_status_peak's measurement, in the interpreter that runs it: planned 4 cases a window, as the test's."""
-    engine.WINDOW_RUNS = 8
+    graph_plan.WINDOW_RUNS = 8
     return _status_peak_here(Path(root), Path(store))
 
 
@@ -130,7 +131,7 @@ def small_and_large_peaks(tmp_path: Path, standin: StandIn, monkeypatch: pytest.
     once), each built first against the stand-in, planned 4 cases a window."""
     monkeypatch.setenv("OPENROUTER_BASE_URL", standin.base_url)
     monkeypatch.setenv("OPENROUTER_API_KEY", SECRET)
-    monkeypatch.setattr(engine, "WINDOW_RUNS", 8)  # 4 cases a window
+    monkeypatch.setattr(graph_plan, "WINDOW_RUNS", 8)  # 4 cases a window
     standin.script(JUDGE, judge_reply(7.0))
     peaks = []
     for cases in (SMALL, 5 * SMALL):

@@ -14,6 +14,7 @@ from clawstore.builder import engine
 from clawstore.builder.engine import BuildReport
 from clawstore.config.catalog import LoadedCase
 from clawstore.config.models import TestCase
+from clawstore.graph import plan as graph_plan
 from clawstore.graph.plan import Node
 from clawstore.store.store import Store
 from clawstore.testing.standin import StandIn
@@ -40,7 +41,7 @@ BAD_CASES: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
 @pytest.mark.parametrize("bad", list(BAD_CASES))
 def test_a_bad_case_in_the_last_window_fails_the_build_before_any_request(
         ws: Workspace, claw: Claw, standin: StandIn, monkeypatch: pytest.MonkeyPatch, bad: str) -> None:
-    monkeypatch.setattr(engine, "WINDOW_RUNS", WINDOW)
+    monkeypatch.setattr(graph_plan, "WINDOW_RUNS", WINDOW)
     _many(ws)
     change, field = BAD_CASES[bad]
     ws.case("zz_last", "The last case?")
@@ -54,7 +55,7 @@ def test_a_bad_case_in_the_last_window_fails_the_build_before_any_request(
 
 def test_a_build_holds_the_cases_of_its_windows(ws: Workspace, claw: Claw, standin: StandIn,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(engine, "WINDOW_RUNS", WINDOW)
+    monkeypatch.setattr(graph_plan, "WINDOW_RUNS", WINDOW)
     _many(ws)  # 32 cases, 8 windows
     alive: list[tuple[int, int]] = []
     stores: list[Store] = []
