@@ -191,9 +191,11 @@ PHYSICAL: dict[str, list[Column]] = {
         Column("build_id", "VARCHAR", "build id (its log is <store>/builds/<build_id>.json)"),
         Column("started_at", "TIMESTAMP", "build start (UTC)"),
         Column("finished_at", "TIMESTAMP", "build end (UTC; null if it never finished)"),
-        Column("state", "VARCHAR", "running (indexed: a killed build, its counts as its log last had them, its "
-               "input and output tokens and cost NULL), complete, interrupted, or refused (a key missing or a bad "
-               "URL found as a later window was planned: nothing in flight, what it recorded is what it spent)"),
+        Column("state", "VARCHAR", "stopped (its run profile's execution_policy, `--max-cost` or an endpoint's "
+               "HTTP 402 kept nodes from starting: the log's `stopped`), running (indexed: a killed build, its counts "
+               "as its log last had them, its input and output tokens and cost NULL), complete, interrupted, or "
+               "refused (a key missing or a bad URL found as a later window was planned: nothing in flight, what it "
+               "recorded is what it spent)"),
         Column("campaign_id", "VARCHAR", "campaign built"),
         Column("suite_id", "VARCHAR", "suite id"),
         Column("run_profile_id", "VARCHAR", "run profile id"),
