@@ -56,7 +56,9 @@ _READS = {"runs": re.compile(r"\b(runs|run_history|messages)\b", re.IGNORECASE),
           "judgements": re.compile(r"\b(judgements|judgement_history|judgement_dimensions)\b", re.IGNORECASE)}
 
 
-CACHE_VERSION = 3  # 2: an OpenClaw run's turns and tool_calls NULL (1 cached them as 0); 3: a runner event's URL masked
+# 2: an OpenClaw run's turns and tool_calls NULL (1 cached them as 0); 3: a runner event's URL masked; 4: an OpenClaw
+# run's tool_calls as its turns reported them (session 78)
+CACHE_VERSION = 4
 
 
 def cache_path(manifest: Path, table: str) -> Path:
@@ -121,8 +123,11 @@ def run_answer(artifact_id: str, artifact: Any) -> dict[str, Any]:
         row["turn"] = turn
         messages.append(row)
     if _dict(_dict(artifact).get("identity")).get("runner_type") == "openclaw":
-        # OpenClaw runs its agent loop in its container: the trace holds none of its replies or tool calls.
-        return {"artifact_id": artifact_id, "final_response": final, "turns": None, "tool_calls": None,
+        # OpenClaw runs its agent loop in its container: the trace holds none of its replies or tool calls; the count
+        # its turns reported (`meta.toolSummary.calls`, summed by the runner since session 78) is in its metadata.
+        oc = _dict(_dict(_dict(_dict(artifact).get("runner_metadata")).get("openclaw")).get("metadata"))
+        calls_seen = oc.get("tool_calls") if type(oc.get("tool_calls")) is int else None
+        return {"artifact_id": artifact_id, "final_response": final, "turns": None, "tool_calls": calls_seen,
                 "messages": messages}
     return {"artifact_id": artifact_id, "final_response": final, "turns": turn, "tool_calls": calls,
             "messages": messages}

@@ -228,3 +228,18 @@ def test_explain_says_an_image_digest_it_cannot_read_is_unknown_not_changed(
     reasons = {line.strip() for line in out.splitlines() if "image_digest" in line}
     assert reasons and all("could not be read" in r and FAKE_IMAGE in r for r in reasons), out
     assert "runner.image_digest changed" not in out, out
+
+
+def test_claw_query_counts_the_tool_calls_an_openclaw_agent_reported(oc: Workspace, claw: Claw, docker: FakeDocker,
+                                                                      standin: StandIn) -> None:
+    """OpenClaw reports each turn's tool calls (`meta.toolSummary.calls`); `claw query`'s runs.tool_calls was NULL for
+    every OpenClaw run (session 78: an agent that had written two files with `write` read NULL, so "which agent used
+    its tools" had no answer)."""
+    docker.script(images={FAKE_IMAGE: {"Id": FAKE_ID}}, turns=[
+        {"write": {"report.md": "# Report\nAll done.\n"},
+         "payload": payload("Wrote report.md", tools=["write", "read"])}])
+    code, out, err = claw.build("--output", "json")
+    assert code == 0, out + err
+    code, out, err = claw("query", "select distinct tool_calls from runs", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out) == [{"tool_calls": 2}], out
