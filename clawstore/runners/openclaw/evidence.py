@@ -16,10 +16,14 @@ from clawstore.providers.usage import TURN_NO_RESULT, TURN_NOT_REPORTED, Usage, 
 from clawstore.runners.openclaw.container import Invocation
 from clawstore.runners.pricing import priced_cost
 from clawstore.values import jsontext
-from clawstore.values.bounds import MAX_RECORD_COST_USD, MAX_RECORD_TOKENS, amount_problem, count_problem
+from clawstore.values.bounds import (
+    MAX_RECORD_COST_USD,
+    MAX_RECORD_TOKENS,
+    MAX_TOOL_CALLS,
+    amount_problem,
+    count_problem,
+)
 from clawstore.values.jsontext import json_objects_in
-
-MAX_TOOL_CALLS = 10_000_000  # a run's tool calls as its agent reports them: more is no count (a record's bounds)
 
 _MARKERS = ("payloads", "finalAssistantVisibleText", "finalPromptText")
 USAGE_FIELDS = ("input", "output", "total", "cacheRead", "cacheWrite")
