@@ -204,4 +204,17 @@ def reasons(node: Node, previous: HeadNode | None, store: ObjectReader, force: b
 
     changes = diff_documents(old, node.document, resolve=resolve, expand=EXPANDED_FIELDS,
                              trees=lambda before, after: tree_changes(store, before, after))
-    return changes or ["inputs changed"]
+    return [_unread_digest(node.document) if c == "runner.image_digest changed" else c for c in changes] or [
+        "inputs changed"]
+
+
+def _unread_digest(document: Any) -> str:
+    """An OpenClaw run's image digest that is None now was not edited: the engine could not show the image (no
+    engine reachable from this environment, or the image not in it), so no run's key can be matched."""
+    runner = document.get("runner") if isinstance(document, dict) else None
+    if not isinstance(runner, dict) or runner.get("image_digest") is not None:
+        return "runner.image_digest changed"
+    return (f"runner.image_digest could not be read: the container engine does not show image "
+            f"{runner.get('image')!r} (none reachable from this environment, e.g. DOCKER_HOST unset, or the image "
+            f"is not loaded in it): nothing was edited, but the run built with it is matched only once the engine "
+            f"shows it again")

@@ -21,6 +21,7 @@ from clawstore.errors import ClawError
 from clawstore.query import duck
 from clawstore.query.jsonarray import write_array
 from clawstore.query.sqltext import literal
+from clawstore.values.bounds import MAX_TOOL_CALLS
 from clawstore.values.urls import shown_text
 
 if TYPE_CHECKING:
@@ -56,7 +57,9 @@ _READS = {"runs": re.compile(r"\b(runs|run_history|messages)\b", re.IGNORECASE),
           "judgements": re.compile(r"\b(judgements|judgement_history|judgement_dimensions)\b", re.IGNORECASE)}
 
 
-CACHE_VERSION = 3  # 2: an OpenClaw run's turns and tool_calls NULL (1 cached them as 0); 3: a runner event's URL masked
+# 2: an OpenClaw run's turns and tool_calls NULL (1 cached them as 0); 3: a runner event's URL masked; 4: an OpenClaw
+# run's tool_calls as its turns reported them (session 78)
+CACHE_VERSION = 4
 
 
 def cache_path(manifest: Path, table: str) -> Path:
@@ -121,11 +124,25 @@ def run_answer(artifact_id: str, artifact: Any) -> dict[str, Any]:
         row["turn"] = turn
         messages.append(row)
     if _dict(_dict(artifact).get("identity")).get("runner_type") == "openclaw":
-        # OpenClaw runs its agent loop in its container: the trace holds none of its replies or tool calls.
-        return {"artifact_id": artifact_id, "final_response": final, "turns": None, "tool_calls": None,
-                "messages": messages}
+        # OpenClaw runs its agent loop in its container: the trace holds none of its replies or tool calls; the count
+        # its turns reported (`meta.toolSummary.calls`, summed by the runner since session 78) is in its metadata.
+        return {"artifact_id": artifact_id, "final_response": final, "turns": None,
+                "tool_calls": _openclaw_tool_calls(artifact), "messages": messages}
     return {"artifact_id": artifact_id, "final_response": final, "turns": turn, "tool_calls": calls,
             "messages": messages}
+
+
+def _openclaw_tool_calls(artifact: Any) -> int | None:
+    """The tool calls an OpenClaw run's turns reported: the runner's sum (since session 78); of a run recorded before,
+    with one turn started, that turn's own count (its observable summary is the last turn's); else unknown."""
+    oc = _dict(_dict(_dict(_dict(artifact).get("runner_metadata")).get("openclaw")).get("metadata"))
+    if "tool_calls" in oc:
+        calls = oc["tool_calls"]
+    else:
+        steps = [i for i in oc.get("invocations") or [] if str(_dict(i).get("step", "")).startswith("turn")]
+        summary = _dict(_dict(oc.get("observable_summary")).get("tool_summary"))
+        calls = summary.get("calls") if len(steps) == 1 else None
+    return calls if type(calls) is int and 0 <= calls <= MAX_TOOL_CALLS else None
 
 
 def judgement_answer(record_id: str, record: Any, load: Callable[[str], Any]) -> dict[str, Any] | None:

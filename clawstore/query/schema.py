@@ -265,7 +265,9 @@ ANSWER_COLUMNS: dict[str, list[Column]] = {
                "model replies in the run (provider turns of its tool loop); NULL for an OpenClaw run "
                "(its agent loop runs in its container, out of claw's sight; before session 60: 0)"),
         Column("tool_calls", "INTEGER",
-               "tool calls the model made in the run; NULL for an OpenClaw run (as `turns`)"),
+               "tool calls the model made in the run; of an OpenClaw run, the sum its turns reported "
+               "(`meta.toolSummary.calls`); NULL when a turn left no result or no count (OpenClaw 2026.9.6 leaves the "
+               "count out of a turn that called no tool) and for a run of several turns recorded before session 78"),
     ],
     "judgements": [
         Column("summary", "VARCHAR", "the judge's summary of the run (null when it gave none)"),

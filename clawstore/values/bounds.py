@@ -17,6 +17,7 @@ MAX_REPLY_TOKENS = 100_000_000  # tokens one reply may report in any usage field
 MAX_REPLY_COST_USD = 10_000.0  # cost one reply may report
 MAX_RECORD_TOKENS = 10**12  # tokens a record's metrics may sum to (many calls of one node)
 MAX_RECORD_COST_USD = 10_000_000.0
+MAX_TOOL_CALLS = 10_000_000  # tool calls an OpenClaw run's turns may report in all (more: no count)
 MAX_LATENCY_S = 10_000_000.0
 
 

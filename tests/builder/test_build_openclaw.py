@@ -213,3 +213,33 @@ def test_claw_view_shows_an_openclaw_runs_workspace_diff(oc: Workspace, claw: Cl
     [run] = [d for d in details if d["case_id"] == "oc_a"]
     assert "+++ workspace/report.md" in run["workspace_diff"] and "+All done." in run["workspace_diff"]
     assert "workspaceDiff" in page.read_text()  # the page draws it
+
+
+def test_explain_says_an_image_digest_it_cannot_read_is_unknown_not_changed(
+        oc: Workspace, claw: Claw, docker: FakeDocker, standin: StandIn) -> None:
+    """Nothing edited, but the engine no longer shows the image (another shell without `DOCKER_HOST`, the engine
+    stopped, the image removed): the run's key cannot be made, and `claw explain` must say why, not
+    `runner.image_digest changed` (what it said in session 78: the user looked for the edit they had not made)."""
+    code, out, err = claw.build("--output", "json")
+    assert code == 0, out + err
+    docker.script(images={})  # the engine answers, without the image
+    code, out, err = claw("explain", "--suite", "main", "--run-profile", "rp")
+    assert code == 0, err
+    reasons = {line.strip() for line in out.splitlines() if "image_digest" in line}
+    assert reasons and all("could not be read" in r and FAKE_IMAGE in r for r in reasons), out
+    assert "runner.image_digest changed" not in out, out
+
+
+def test_claw_query_counts_the_tool_calls_an_openclaw_agent_reported(oc: Workspace, claw: Claw, docker: FakeDocker,
+                                                                      standin: StandIn) -> None:
+    """OpenClaw reports each turn's tool calls (`meta.toolSummary.calls`); `claw query`'s runs.tool_calls was NULL for
+    every OpenClaw run (session 78: an agent that had written two files with `write` read NULL, so "which agent used
+    its tools" had no answer)."""
+    docker.script(images={FAKE_IMAGE: {"Id": FAKE_ID}}, turns=[
+        {"write": {"report.md": "# Report\nAll done.\n"},
+         "payload": payload("Wrote report.md", tools=["write", "read"])}])
+    code, out, err = claw.build("--output", "json")
+    assert code == 0, out + err
+    code, out, err = claw("query", "select distinct tool_calls from runs", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out) == [{"tool_calls": 2}], out

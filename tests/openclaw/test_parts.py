@@ -11,11 +11,12 @@ import pytest
 from clawstore.config.models import Agent
 from clawstore.runners.openclaw import agent_workspace_tree, openclaw_identity, resolve_image_digest
 from clawstore.runners.openclaw.config import config_bytes, render_config
+from clawstore.runners.openclaw.evidence import tool_calls
 from clawstore.runners.openclaw.prompt import render_turns
 from clawstore.runners.openclaw.runner import placeholders_in_tree
 from clawstore.runners.openclaw.workspace import STANDARD_FILES, placeholder_text, workspace_diff
 from clawstore.store import Store
-from tests.openclaw.conftest import FAKE_ID, FAKE_IMAGE, basic_agent
+from tests.openclaw.conftest import FAKE_ID, FAKE_IMAGE, basic_agent, payload
 
 # The compat corpus's basic_agent/agent.yaml, as users write it.
 BASIC_AGENT_YAML = """
@@ -201,3 +202,15 @@ def test_digest_prefers_the_registry_digest_then_the_image_id(fake_docker):
     assert resolve_image_digest("reg.test/oc:1", fake_docker.cli) == manifest
     assert resolve_image_digest("absent:1", fake_docker.cli) is None
     assert resolve_image_digest(FAKE_IMAGE, "/nonexistent/docker") is None
+
+
+def test_a_runs_tool_calls_are_its_turns_reported_counts_or_unknown() -> None:
+    """Σ `meta.toolSummary.calls` over the turns (claw query's runs.tool_calls); a turn that left no result or reported
+    no plain count makes the whole unknown, never a partial sum."""
+    two, one = payload("a", tools=["write", "read"]), payload("b", tools=["exec"])
+    assert tool_calls([two, one]) == 3
+    assert tool_calls([payload("c")]) == 0  # a turn that used no tool
+    assert tool_calls([two, None]) is None  # a started turn without a result
+    odd = payload("d")
+    odd["meta"]["toolSummary"]["calls"] = "3"
+    assert tool_calls([two, odd]) is None and tool_calls([]) is None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from clawstore.query.answers import cache_path, run_answer
 from clawstore.query.engine import run_query
@@ -157,3 +158,19 @@ def test_a_cache_file_of_an_older_version_is_removed_when_its_successor_is_writt
     assert cache_path(store / "manifest", "runs").exists()
     assert not older[0].exists(), "the runs cache of the version before stays on disk forever"
     assert older[1].exists()  # (the judgements cache is rewritten, and its old file removed, when a query reads it)
+
+
+def test_an_openclaw_run_recorded_before_session_78_gives_its_one_turns_tool_calls() -> None:
+    """A run recorded before the runner summed its turns' tool calls: with one turn started, its observable summary
+    (the last turn's `meta.toolSummary`) is the whole run's; with two, the sum is not known."""
+    def artifact(steps: list[str], calls: Any) -> dict[str, Any]:
+        meta = {"invocations": [{"step": s} for s in steps],
+                "observable_summary": {"tool_summary": {"calls": calls, "tools": ["write"]}}}
+        return {"identity": {"runner_type": "openclaw"}, "runner_metadata": {"openclaw": {"metadata": meta}}}
+
+    assert run_answer("blake3:a", artifact(["validate", "turn1"], 2))["tool_calls"] == 2
+    assert run_answer("blake3:b", artifact(["validate", "turn1", "turn2"], 2))["tool_calls"] is None
+    assert run_answer("blake3:c", artifact(["validate", "turn1"], "2"))["tool_calls"] is None
+    summed = artifact(["validate", "turn1", "turn2"], 1)
+    summed["runner_metadata"]["openclaw"]["metadata"]["tool_calls"] = 3
+    assert run_answer("blake3:d", summed)["tool_calls"] == 3

@@ -16,7 +16,13 @@ from clawstore.providers.usage import TURN_NO_RESULT, TURN_NOT_REPORTED, Usage, 
 from clawstore.runners.openclaw.container import Invocation
 from clawstore.runners.pricing import priced_cost
 from clawstore.values import jsontext
-from clawstore.values.bounds import MAX_RECORD_COST_USD, MAX_RECORD_TOKENS, amount_problem, count_problem
+from clawstore.values.bounds import (
+    MAX_RECORD_COST_USD,
+    MAX_RECORD_TOKENS,
+    MAX_TOOL_CALLS,
+    amount_problem,
+    count_problem,
+)
 from clawstore.values.jsontext import json_objects_in
 
 _MARKERS = ("payloads", "finalAssistantVisibleText", "finalPromptText")
@@ -105,6 +111,20 @@ def summed_usage(payloads: Sequence[dict[str, Any] | None]) -> dict[str, int]:
         for name, value in turn_usage(payload).items():
             total[name] += value
     return total
+
+
+def tool_calls(payloads: Sequence[dict[str, Any] | None]) -> int | None:
+    """The tool calls the agent's turns reported (Σ `meta.toolSummary.calls`), or None when a started turn left no
+    result or reported no count: never a partial sum read as the whole. The agent prints these, so a count that is
+    not a plain integer within a reply's bounds is no count."""
+    total = 0
+    for payload in payloads:
+        tools = _meta(payload or {}).get("toolSummary")
+        calls = tools.get("calls") if isinstance(tools, dict) else None
+        if type(calls) is not int or not 0 <= calls <= MAX_TOOL_CALLS:
+            return None
+        total += calls
+    return total if payloads else None
 
 
 def turns_usage(raw: dict[str, int], cost_usd: float | None) -> Usage:

@@ -579,6 +579,7 @@ def _artifact(run: _Run, spec: OpenClawSpec, run_id: str, clock: Clock, status: 
         "metadata": {
             "observable_summary": ev.observable_summary(last, [r["metadata"]["workspace_relative_path"]
                                                                for r in key_outputs]),
+            "tool_calls": ev.tool_calls(run.turn_payloads),  # (claw query's runs.tool_calls)
             "invocations": [inv.summary() for inv in run.invocations],
             "container_seconds": round(sum(inv.duration_s for inv in run.invocations), 3),
             "network": run.settings.network,
