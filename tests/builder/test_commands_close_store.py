@@ -47,7 +47,7 @@ def test_a_ray_task_closes_its_scratch_store_before_removing_it(monkeypatch: pyt
 
     seen: list[str] = []
 
-    def run(spec: object, store: Store, work: Path) -> str:
+    def run(spec: object, store: Store, work: Path, labels: object = ()) -> str:  # (labels: the attempt's, unused)
         seen.append(str(store.root.parent))
         assert store_files_open(seen[0])  # (the pack the objects given went to)
         store.put_bytes(b"the agent's report")
