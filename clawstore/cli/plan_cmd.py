@@ -23,9 +23,6 @@ def _requests(count: int, minimum: bool) -> str:
     return f"≥ {count}" if minimum else str(count)
 
 
-FLOOR = "a floor: the agent's own prompt and workspace are not counted"
-
-
 def _at_least(cell: str, floor: bool) -> str:
     """A figure of a lower bound `≥`, as a total with unknown parts reads (`?` and `≥` already say as much)."""
     return f"≥{cell}" if floor and not cell.startswith(("≥", "?")) else cell
@@ -33,6 +30,8 @@ def _at_least(cell: str, floor: bool) -> str:
 
 def _cost_text(plan: Any) -> str:
     """The plan's estimated cost as its total line says it: `≥` and why when it is a floor."""
+    from clawstore.spend.estimate import FLOOR
+
     text = plan.estimated_cost.usd_text()
     return f"{_at_least(text, True)} ({FLOOR})" if plan.floor else text
 
@@ -41,6 +40,8 @@ def render_plan(plan: Any, output: str) -> str:
     """The plan as `claw plan` prints it (also what `claw build --max-cost` prints when it refuses)."""
     if output == "json":
         return json.dumps(plan.to_json(), sort_keys=True)
+    from clawstore.spend.estimate import FLOOR  # (when a plan is printed: `claw` starts without it)
+
     rows = [[line.kind, line.name, line.model, _requests(line.requests, bool(line.open_ended)), str(line.reused),
              *(_at_least(str(round(n)), bool(line.floor)) for n in (line.input_tokens, line.output_tokens)),
              _at_least(line.cost.cell(6), bool(line.floor)),

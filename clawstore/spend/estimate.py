@@ -29,6 +29,8 @@ DEFAULT_TOKENS_PER_CHAR = 0.25
 DEFAULT_OUTPUT_TOKENS = 512
 DEFAULT_JUDGE_INPUT_TOKENS = 3000
 DEFAULT_JUDGE_OUTPUT_TOKENS = 600
+# Why an estimate is a floor (Estimate.floor), wherever it is shown
+FLOOR = "a floor: the agent's own prompt and workspace are not counted"
 
 
 @dataclass
@@ -418,9 +420,17 @@ def _in_batch(work: Work, batched: Mapping[str, Any]) -> bool:
 _fields_of = attrgetter(*(f.name for f in fields(Estimate)))
 
 
-def over_budget(estimate: float, limit: float) -> str:
-    """Why `--max-cost` refuses a plan it can price."""
-    return f"the plan's estimated cost {usd(estimate, 6)} USD exceeds --max-cost {limit:g} USD"
+def over_budget(estimate: float, limit: float, floor: bool = False) -> str:
+    """Why `--max-cost` refuses a plan it can price (a floor above the limit: the build would spend more still)."""
+    cost = f"≥{usd(estimate, 6)} USD ({FLOOR})" if floor else f"{usd(estimate, 6)} USD"
+    return f"the plan's estimated cost {cost} exceeds --max-cost {limit:g} USD"
+
+
+def floor_under_budget(estimate: float, limit: float) -> str:
+    """What a build under `--max-cost` says as it starts when its plan is a floor: the limit, not the plan, bounds
+    its spend (builder/session.py Budget)."""
+    return (f"--max-cost {limit:g} USD: the plan's estimate ≥{usd(estimate, 6)} USD is {FLOOR} until each agent's case "
+            "has run once; the build stops at the limit")
 
 
 def unpriced(campaign: Campaign, plan: SpendPlan) -> str:

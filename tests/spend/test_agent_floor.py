@@ -55,3 +55,17 @@ def test_an_agent_that_ran_its_case_is_planned_as_before(oc: Workspace, claw: Cl
     assert all(line["token_sources"] == {"same-case": 2} for line in planned["lines"]), planned["lines"]
     code, text, err = claw("plan", *CAMPAIGN, "--force")
     assert code == 0 and "≥0" not in text and "a floor" not in text, text
+
+
+def test_max_cost_refuses_a_floor_above_it_and_starts_one_below_saying_so(oc: Workspace, claw: Claw,  # noqa: F811
+                                                                         docker: FakeDocker) -> None:  # noqa: F811
+    priced(oc)
+    floor = plan_json(claw)["estimated_cost_usd"]
+    code, out, err = claw.build("--max-cost", f"{floor / 2:.9f}")
+    assert code == 2 and "nothing was sent" in err, out + err
+    assert re.search(r"estimated cost ≥\d+\.\d{6} USD \(a floor", err), err
+    assert docker.calls("run") == []
+    code, out, err = claw.build("--max-cost", f"{floor * 1000:.9f}")
+    assert code == 0, out + err
+    said = r"--max-cost [\d.]+ USD: the plan's estimate ≥\d+\.\d{6} USD is a floor: .* the build stops at the limit"
+    assert re.search(said, err), err
