@@ -455,6 +455,7 @@ class Project:
                                    fixed_concurrency=s.fixed_concurrency, quiet=s.quiet,
                                    max_cost_usd=s.max_cost, progress=s.progress,
                                    planned_cost_usd=None if planned is None else planned.estimated_cost_usd,
+                                   planned_cost_minimum=planned is not None and planned.floor,
                                    planned_layers=None if planned is None else planned.layers,
                                    executor=s.executor, ray_address=s.ray_address, batch=s.batch, wait=s.wait,
                                    say=self.say)

@@ -5,11 +5,14 @@ while the agent sends OpenClaw's own system prompt and the workspace with every 
 from __future__ import annotations
 
 import json
+import os
 import re
 from typing import Any
 
 from tests.builder.test_build_openclaw import FakeDocker, docker, oc  # noqa: F401
+from tests.builder.test_progress import child_env, claw_command
 from tests.support.claw import Claw
+from tests.support.terminal import Terminal, terminal  # noqa: F401
 from tests.support.workspace import Workspace
 
 CAMPAIGN = ("--suite", "main", "--run-profile", "rp")
@@ -69,3 +72,14 @@ def test_max_cost_refuses_a_floor_above_it_and_starts_one_below_saying_so(oc: Wo
     assert code == 0, out + err
     said = r"--max-cost [\d.]+ USD: the plan's estimate ≥\d+\.\d{6} USD is a floor: .* the build stops at the limit"
     assert re.search(said, err), err
+
+
+def test_the_live_display_shows_a_floor_as_one(oc: Workspace, claw: Claw, docker: FakeDocker,  # noqa: F811
+                                                env: dict[str, str], terminal: Terminal) -> None:  # noqa: F811
+    """`of ~x planned` beside the spend read as the build's likely cost; an agent's plan is a floor: `of ≥x planned`."""
+    priced(oc)
+    child = {**child_env(env), **{name: os.environ[name] for name in ("FAKE_DOCKER_STATE", "FAKE_DOCKER_SCENARIO")}}
+    terminal.start(claw_command("build", *CAMPAIGN), oc.root, child)
+    final = terminal.wait_for(lambda s: "EXIT=" in s)
+    assert "EXIT=0" in final, final
+    assert re.search(r"cost .* of ≥\$\d+\.\d+ planned", final) and "~$" not in final, final
