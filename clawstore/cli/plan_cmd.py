@@ -33,7 +33,7 @@ def _cost_text(plan: Any) -> str:
     from clawstore.spend.estimate import FLOOR
 
     text = plan.estimated_cost.usd_text()
-    return f"{_at_least(text, True)} ({FLOOR})" if plan.floor else text
+    return f"{_at_least(text, True)} ({FLOOR})" if plan.floor and not plan.estimated_cost.all_unknown else text
 
 
 def render_plan(plan: Any, output: str) -> str:

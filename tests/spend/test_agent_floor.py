@@ -51,6 +51,11 @@ def test_an_agent_never_run_is_planned_as_a_floor(oc: Workspace, claw: Claw, doc
 def test_an_agent_that_ran_its_case_is_planned_as_before(oc: Workspace, claw: Claw,  # noqa: F811
                                                          docker: FakeDocker) -> None:  # noqa: F811
     priced(oc)
+    code, out, err = claw.build("--case", "oc_a")
+    assert code == 0, out + err
+    planned = plan_json(claw)  # oc_b from the rate of each model's oc_a run: still the prompt alone, a floor
+    assert planned["requests"] == 2 and planned["cost_minimum"] is True, planned
+    assert all(line["token_sources"] == {"model-rate": 1} and line["tokens_minimum"] for line in planned["lines"])
     code, out, err = claw.build("--output", "json")
     assert code == 0, out + err
     planned = plan_json(claw, "--force")  # every run again, each case's own history: same-case
