@@ -161,7 +161,7 @@ def run_build(campaign: Campaign, store: Store, options: BuildOptions, *, window
                            "evaluation_profile_id": eval_id}, filter=options.filter, planned_from=planned_from)
     report.build_id, report.campaign = log.build_id, log.doc.campaign
     progress = open_progress(options.progress, planned_cost_usd=options.planned_cost_usd,
-                             planned_layers=options.planned_layers)
+                             planned_layers=options.planned_layers, planned_minimum=options.planned_cost_minimum)
     session = BuildSession(
         store, log, options, ClaimBoard(store.root, owner=log.build_id), concurrency, progress,
         budget=Budget(options.max_cost_usd, lambda: log.metrics) if options.max_cost_usd is not None else None,

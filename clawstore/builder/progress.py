@@ -88,6 +88,7 @@ class BuildProgress:
     def __init__(self, planned_cost_usd: float | None = None,
                  planned_layers: Mapping[str, Mapping[str, int]] | None = None):
         self.planned_cost_usd = planned_cost_usd
+        self.planned_minimum = False  # the planned cost is a floor (open_progress says)
         # The plan's nodes by layer (kind -> execute, reuse: SpendPlan.layers), made before the build began: a layer's
         # stale nodes are known only as it begins (a judgement's staleness depends on its run's record), and a total
         # of the layers begun alone read `6/9 nodes`, ETA near zero, with the judges and results still to come.
@@ -384,7 +385,7 @@ class JsonProgress(BuildProgress):
                       "tokens_unknown": s.tokens_unknown}
         self._emit("totals", done=s.done, total=s.total, pending=s.pending, failed=len(s.failures), **tokens,
                    cost_usd=s.cost.shown, cost_known_usd=s.cost.shown_known, cost_sources=s.cost.sources(),
-                   planned_cost_usd=self.planned_cost_usd)
+                   planned_cost_usd=self.planned_cost_usd, planned_cost_minimum=self.planned_minimum)
 
 
 class QuietProgress(BuildProgress):

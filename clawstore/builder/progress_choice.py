@@ -19,19 +19,25 @@ def display_mode(mode: str, stream: TextIO | None = None) -> str:
 
 
 def open_progress(mode: str, stream: TextIO | None = None, planned_cost_usd: float | None = None,
-                  planned_layers: Mapping[str, Mapping[str, int]] | None = None) -> BuildProgress:
-    """`planned_layers`: the plan's nodes by layer, which the live display counts before each layer begins."""
+                  planned_layers: Mapping[str, Mapping[str, int]] | None = None,
+                  planned_minimum: bool = False) -> BuildProgress:
+    """`planned_layers`: the plan's nodes by layer, which the live display counts before each layer begins;
+    `planned_minimum`: the planned cost is a floor (shown `≥`, not `~`)."""
     stream = stream or sys.stderr
     mode = display_mode(mode, stream)
+    progress: BuildProgress
     if mode == "live":
         from clawstore.builder.progress_live import LiveProgress
 
-        return LiveProgress(stream, planned_cost_usd, planned_layers)
-    if mode == "plain":
-        return PlainProgress(stream, planned_cost_usd)
-    if mode == "json":
-        return JsonProgress(stream, planned_cost_usd)
-    return QuietProgress(planned_cost_usd)
+        progress = LiveProgress(stream, planned_cost_usd, planned_layers)
+    elif mode == "plain":
+        progress = PlainProgress(stream, planned_cost_usd)
+    elif mode == "json":
+        progress = JsonProgress(stream, planned_cost_usd)
+    else:
+        progress = QuietProgress(planned_cost_usd)
+    progress.planned_minimum = planned_minimum
+    return progress
 
 
 def _is_terminal(stream: TextIO) -> bool:

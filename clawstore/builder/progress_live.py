@@ -85,7 +85,8 @@ class LiveProgress(BuildProgress):
             models.add_row(name, f"{m.done}/{m.total}", str(m.running),
                            Text(str(m.failed), style="bold red" if m.failed else ""), str(m.reused),
                            *(state if held else ()))
-        plan = "" if self.planned_cost_usd is None else f" of ~{_usd(self.planned_cost_usd)} planned"
+        about = "≥" if self.planned_minimum else "~"  # (an agent never run: the plan is a floor, spend/estimate.py)
+        plan = "" if self.planned_cost_usd is None else f" of {about}{_usd(self.planned_cost_usd)} planned"
         unknown, paid = s.tokens_unknown, s.cost.count
         spend = Text(f"tokens in {_tokens(s.input_tokens, unknown, paid)} · out "
                      f"{_tokens(s.output_tokens, unknown, paid)} · cost {_spent(s.cost)}{plan}")

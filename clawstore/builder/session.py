@@ -95,6 +95,7 @@ class BuildOptions:
     max_cost_usd: float | None = None  # --max-cost: no new provider-calling node once this much is spent
     progress: str = "auto"  # auto | live | plain | json | none (clawstore/builder/progress.py)
     planned_cost_usd: float | None = None  # the plan's estimate, shown next to what is spent
+    planned_cost_minimum: bool = False  # it is a floor (an agent never run: spend/estimate.py Estimate.floor)
     # The plan's nodes by layer (SpendPlan.layers: kind -> execute, reuse, unplanned): the live display counts those of
     # the layers not begun yet in its total and ETA. None: no plan made (the other displays make none).
     planned_layers: Mapping[str, Mapping[str, int]] | None = None

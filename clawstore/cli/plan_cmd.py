@@ -23,14 +23,31 @@ def _requests(count: int, minimum: bool) -> str:
     return f"≥ {count}" if minimum else str(count)
 
 
+def _at_least(cell: str, floor: bool) -> str:
+    """A figure of a lower bound `≥`, as a total with unknown parts reads (`?` and `≥` already say as much)."""
+    return f"≥{cell}" if floor and not cell.startswith(("≥", "?")) else cell
+
+
+def _cost_text(plan: Any) -> str:
+    """The plan's estimated cost as its total line says it: `≥` and why when it is a floor."""
+    from clawstore.spend.estimate import FLOOR
+
+    text = plan.estimated_cost.usd_text()
+    return f"{_at_least(text, True)} ({FLOOR})" if plan.floor and not plan.estimated_cost.all_unknown else text
+
+
 def render_plan(plan: Any, output: str) -> str:
     """The plan as `claw plan` prints it (also what `claw build --max-cost` prints when it refuses)."""
     if output == "json":
         return json.dumps(plan.to_json(), sort_keys=True)
+    from clawstore.spend.estimate import FLOOR  # (when a plan is printed: `claw` starts without it)
+
     rows = [[line.kind, line.name, line.model, _requests(line.requests, bool(line.open_ended)), str(line.reused),
-             str(round(line.input_tokens)), str(round(line.output_tokens)), line.cost.cell(6),
+             *(_at_least(str(round(n)), bool(line.floor)) for n in (line.input_tokens, line.output_tokens)),
+             _at_least(line.cost.cell(6), bool(line.floor)),
              *([line.batch_cost.cell(6) if line.batch_factor is not None else "-"] if plan.batch else []),
-             _sources(dict(line.token_sources)), _sources(dict(line.cost_sources))] for line in plan.lines]
+             _sources(dict(line.token_sources)) + (f", {FLOOR}" if line.floor else ""),
+             _sources(dict(line.cost_sources))] for line in plan.lines]
     table = format_table(["KIND", "NAME", "MODEL", "REQUESTS", "REUSED", "EST_IN_TOK", "EST_OUT_TOK", "EST_COST_USD",
                           *(["EST_BATCH_USD"] if plan.batch else []), "TOKENS_FROM", "COST_FROM"], rows)
     layers = ", ".join(f"{kind} {c['execute']} execute / {c['reuse']} reuse" for kind, c in plan.layers.items())
@@ -41,7 +58,7 @@ def render_plan(plan: Any, output: str) -> str:
     total = (f"\nplan {plan.campaign_id}: {_requests(plan.requests, plan.minimum)} request(s){pending}"
              f"{AT_LEAST if plan.minimum else ''}"
              f"{'' if plan.exact else ' (at most: some judgements wait for new check results)'}; "
-             f"estimated cost {plan.estimated_cost.usd_text()}{by_batch}; estimated wall time "
+             f"estimated cost {_cost_text(plan)}{by_batch}; estimated wall time "
              f"{'?' if wall is None else f'{wall:.1f}'} s at concurrency {plan.concurrency}\nnodes: {layers}")
     return table + total
 

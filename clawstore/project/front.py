@@ -455,6 +455,7 @@ class Project:
                                    fixed_concurrency=s.fixed_concurrency, quiet=s.quiet,
                                    max_cost_usd=s.max_cost, progress=s.progress,
                                    planned_cost_usd=None if planned is None else planned.estimated_cost_usd,
+                                   planned_cost_minimum=planned is not None and planned.floor,
                                    planned_layers=None if planned is None else planned.layers,
                                    executor=s.executor, ray_address=s.ray_address, batch=s.batch, wait=s.wait,
                                    say=self.say)
@@ -528,17 +529,19 @@ class Project:
 
     def _within_budget(self, s: BuildSettings, seen: UntrustedSeen | None) -> SpendPlan:
         """The plan, its estimate within --max-cost; else BudgetRefused (with the plan, for the user)."""
-        from clawstore.spend.estimate import over_budget, plan_spend, unpriced
+        from clawstore.spend.estimate import floor_under_budget, over_budget, plan_spend, unpriced
 
         assert s.max_cost is not None
         plan = plan_spend(self.campaign, self.store, s.force, s.max_concurrency, s.batch, seen)
         estimate = plan.estimated_cost_usd
         if estimate is not None and estimate <= s.max_cost:
+            if plan.floor:  # (a floor under the limit says nothing of the build's spend: the running budget keeps it)
+                self.say(floor_under_budget(estimate, s.max_cost))
             return plan
         if estimate is None:
             why = unpriced(self.campaign, plan)
         else:
-            why = over_budget(estimate, s.max_cost)
+            why = over_budget(estimate, s.max_cost, plan.floor)
         raise BudgetRefused(plan, why)
 
     # -------------------------------------------------------------- remotes

@@ -29,6 +29,8 @@ DEFAULT_TOKENS_PER_CHAR = 0.25
 DEFAULT_OUTPUT_TOKENS = 512
 DEFAULT_JUDGE_INPUT_TOKENS = 3000
 DEFAULT_JUDGE_OUTPUT_TOKENS = 600
+# Why an estimate is a floor (Estimate.floor), wherever it is shown
+FLOOR = "a floor: the agent's own prompt and workspace are not counted"
 
 
 @dataclass
@@ -39,6 +41,9 @@ class Estimate:
     latency_s: float | None
     token_source: str  # same-case | model-rate | model-mean | default
     cost_source: str  # reported | priced | unknown
+    # A lower bound: an OpenClaw run estimated from its prompt alone (`default`, `model-rate`), while the agent sends
+    # OpenClaw's system prompt and the workspace with every request (session 78: 12 input tokens planned, 3,078 used)
+    floor: bool = False
 
 
 @dataclass
@@ -52,6 +57,7 @@ class PlanLine:
     reused: int = 0
     unplanned: int = 0
     open_ended: int = 0  # requests counted once that may be more (a tool loop, an agent: one per turn)
+    floor: int = 0  # requests whose tokens and cost are a lower bound (Estimate.floor)
     pending: int = 0  # nodes a provider batch stands for: the build collects them and sends nothing for them
     input_tokens: float = 0.0
     output_tokens: float = 0.0
@@ -84,6 +90,7 @@ class PlanLine:
             self.latency_s += estimate.latency_s
         self.token_sources[estimate.token_source] += 1
         self.cost_sources[estimate.cost_source] += 1
+        self.floor += estimate.floor
 
     @property
     def cost_usd(self) -> float | None:
@@ -93,6 +100,7 @@ class PlanLine:
         return {"kind": self.kind, "name": self.name, "model": self.model, "requests": self.requests,
                 "reused": self.reused, "unplanned": self.unplanned, "pending": self.pending,
                 "requests_minimum": bool(self.open_ended),
+                "tokens_minimum": bool(self.floor), "cost_minimum": bool(self.floor),
                 "estimated_input_tokens": round(self.input_tokens),
                 "estimated_output_tokens": round(self.output_tokens),
                 "estimated_cost_usd": None if self.cost_usd is None else round(self.cost_usd, 9),
@@ -142,6 +150,11 @@ class SpendPlan:
         return any(line.open_ended for line in self.lines)
 
     @property
+    def floor(self) -> bool:
+        """True when some estimate is a lower bound (an agent planned from its prompt alone: Estimate.floor)."""
+        return any(line.floor for line in self.lines)
+
+    @property
     def estimated_cost_usd(self) -> float | None:
         """None when a part cannot be estimated (`unknown`); by batch for the judgements with `--batch`."""
         return self.estimated_cost.usd
@@ -167,6 +180,7 @@ class SpendPlan:
         return {"campaign": self.campaign_id, "requests": self.requests, "pending": self.pending,
                 "requests_exact": self.exact,
                 "requests_minimum": self.minimum,
+                "tokens_minimum": self.floor, "cost_minimum": self.floor,
                 "estimated_cost_usd": None if cost is None else round(cost, 9),
                 "estimated_known_cost_usd": round(self.estimated_cost.known_usd, 9),
                 "cost_sources": self.estimated_cost.sources(),
@@ -208,7 +222,8 @@ def estimate_run(work: Work, history: History) -> Estimate:
             max_tokens = item.settings.get("max_tokens")
             tin, tout, source = chars * DEFAULT_TOKENS_PER_CHAR, float(max_tokens or DEFAULT_OUTPUT_TOKENS), "default"
     cost, cost_source = _cost(tin, tout, same, seen, pricing(dict(item.model.model_extra or {})))
-    return Estimate(tin, tout, cost, latency, source, cost_source)
+    floor = source != "same-case" and item.case.case.runner.type == "openclaw"
+    return Estimate(tin, tout, cost, latency, source, cost_source, floor)
 
 
 def may_loop(item: CampaignItem) -> bool:
@@ -405,9 +420,17 @@ def _in_batch(work: Work, batched: Mapping[str, Any]) -> bool:
 _fields_of = attrgetter(*(f.name for f in fields(Estimate)))
 
 
-def over_budget(estimate: float, limit: float) -> str:
-    """Why `--max-cost` refuses a plan it can price."""
-    return f"the plan's estimated cost {usd(estimate, 6)} USD exceeds --max-cost {limit:g} USD"
+def over_budget(estimate: float, limit: float, floor: bool = False) -> str:
+    """Why `--max-cost` refuses a plan it can price (a floor above the limit: the build would spend more still)."""
+    cost = f"≥{usd(estimate, 6)} USD ({FLOOR})" if floor else f"{usd(estimate, 6)} USD"
+    return f"the plan's estimated cost {cost} exceeds --max-cost {limit:g} USD"
+
+
+def floor_under_budget(estimate: float, limit: float) -> str:
+    """What a build under `--max-cost` says as it starts when its plan is a floor: the limit, not the plan, bounds
+    its spend (builder/session.py Budget)."""
+    return (f"--max-cost {limit:g} USD: the plan's estimate ≥{usd(estimate, 6)} USD is {FLOOR} until each agent's case "
+            "has run once; the build stops at the limit")
 
 
 def unpriced(campaign: Campaign, plan: SpendPlan) -> str:
