@@ -171,3 +171,34 @@ def test_once_loaded_ctrl_c_is_pythons_again() -> None:
     # (each command turns KeyboardInterrupt into its own line: a build says what it committed)
     done = _python("import signal, clawstore.cli; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)")
     assert done.stdout == "True\n", done.stderr
+
+
+HELD_IN_ITS_ERROR = """
+import os, sys
+import clawstore.cli as cli
+said = cli._usage_exit
+def held(exc):
+    os.write(2, b"held\\n")
+    sys.stdin.readline()
+    said(exc)
+cli._usage_exit = held
+sys.argv = ["claw", "status"]
+cli.entry()
+"""
+
+
+def test_ctrl_c_while_claw_says_a_commands_error_is_one_line_and_130(tmp_path: Path) -> None:
+    """The command is over and its error is being printed (here `status`'s usage error, held there): a Ctrl-C then
+    ends claw with its own line and 130. Before session 78 the quiet handler came back only after the error was said,
+    and a signal meanwhile escaped to click: "Aborted!", exit 1 (the sweep above, once in session 78's CI)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    child = subprocess.Popen([sys.executable, "-c", HELD_IN_ITS_ERROR], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env)
+    try:
+        assert child.stderr is not None and child.stderr.readline() == "held\n"
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=60)
+    finally:
+        child.kill()
+    assert child.returncode == 130 and "Aborted!" not in err, (child.returncode, err)
+    assert err.strip().splitlines()[-1] == "claw: interrupted", err

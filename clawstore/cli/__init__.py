@@ -183,7 +183,14 @@ class ClawGroup(SummaryGroup):
         restore = process_end.sigterm_interrupts()  # SIGTERM ends every command as Ctrl-C does (130)
         try:
             end_quiet_interrupts()  # (entry's: the arguments are read, the command's own handling starts)
-            return super().invoke(ctx)
+            try:
+                return super().invoke(ctx)
+            finally:
+                # The command is over: a Ctrl-C while its outcome is said (below) is one line and 130 too. Set only in
+                # the outer `finally`, one landing while an error was printed escaped to click: "Aborted!", exit 1
+                # (tests/test_cli_interrupt_loading.py's sweep, session 78's CI, at `status`'s usage error).
+                if process_end.is_program():
+                    quiet_interrupts()
         except click.UsageError as exc:  # a command's arguments (`claw build --nope`), an unknown command
             _usage_exit(exc)
         except ClawError as exc:
