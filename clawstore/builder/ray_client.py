@@ -145,6 +145,10 @@ class LostContainers:
     stopped: list[str] = dataclasses.field(default_factory=list)  # their names
     unstopped: list[str] = dataclasses.field(default_factory=list)  # why some may run still, one line each
 
+    def not_stopped(self) -> str:
+        """`; not stopped: <why>; <why>` for a give-up's message, or "" when every one was stopped."""
+        return f"; not stopped: {'; '.join(self.unstopped)}" if self.unstopped else ""
+
 
 def after_lost_runs(outcome: OpenClawOutcome, lost: int, containers: LostContainers | None = None) -> OpenClawOutcome:
     """The outcome of an OpenClaw case made again after `lost` runs whose worker died under them: its cost
@@ -344,17 +348,15 @@ class RayClient:
                                                 "not reachable from the cluster")
                 if lost <= LOST_WORKER_RETRIES:
                     continue
-                unstopped = f"; not stopped: {'; '.join(containers.unstopped)}" if containers.unstopped else ""
                 raise ProviderError("transport_error", f"the Ray worker running the OpenClaw case died ({lost} "
-                                    f"times: {type(exc).__name__}){unstopped}", retryable=True, attempts=lost,
-                                    usage=Usage.not_believed(RUN_LOST)) from None
+                                    f"times: {type(exc).__name__}){containers.not_stopped()}", retryable=True,
+                                    attempts=lost, usage=Usage.not_believed(RUN_LOST)) from None
             except (ray.exceptions.GetTimeoutError, ray.exceptions.RayError) as exc:
                 # The run may be under way still, or have been: what it cost is unknown, never 0; its container,
                 # if it runs, is stopped as a lost run's (the case may be built again beside it).
                 self.stop_attempt(spec.docker_cli, label, containers)
-                unstopped = f"; not stopped: {'; '.join(containers.unstopped)}" if containers.unstopped else ""
                 raise ProviderError("transport_error", f"the Ray cluster did not run the OpenClaw case "
-                                    f"({type(exc).__name__}){unstopped}", retryable=True,
+                                    f"({type(exc).__name__}){containers.not_stopped()}", retryable=True,
                                     usage=Usage.not_believed(RUN_LOST if lost else SENT_UNANSWERED)) from None
             return after_lost_runs(outcome, lost, containers), made
 
