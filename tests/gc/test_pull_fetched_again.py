@@ -10,7 +10,7 @@ from pathlib import Path
 
 from clawstore.store.store import Store
 from clawstore.testing.standin import StandIn
-from tests.gc.test_writers_beside_gc import CAMPAIGN, gc_now, held, release
+from tests.gc.test_writers_beside_gc import CAMPAIGN, beside_gc
 from tests.hostile.attack import run_claw
 from tests.support.claw import env  # noqa: F401 - fixture
 from tests.support.prepared import run_here
@@ -44,11 +44,7 @@ def test_a_pack_fetched_again_after_a_gc_is_counted_once_and_the_second_crossing
     sent = sorted(path.name for path in (Path(other) / "packs").glob("*.pack"))
     os.environ["CLAW_STORE"] = here
     assert run_here(ws.root, "remote", "add", "other", other).code == 0
-    writer = held(ws.root, "clawstore.remote.pull:_Pull.add_entries", "pull", "other")
-    try:
-        gc_now(ws.root)
-    finally:
-        pulled = release(writer)
+    pulled = beside_gc(ws.root, "clawstore.remote.pull:_Pull.add_entries", "pull", "other")
     assert pulled.returncode == 0, pulled.stderr
     summary = re.search(r"pulled from \S+: (\d+) pack\(s\), (\d+) object\(s\), (\d+) bytes.*", pulled.stdout)
     assert summary is not None, pulled.stdout

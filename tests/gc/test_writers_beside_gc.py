@@ -51,6 +51,17 @@ def gc_now(cwd: Path, *options: str) -> None:
     assert gc.code == 0, gc
 
 
+def beside_gc(cwd: Path, hold_at: str, *command: str) -> subprocess.CompletedProcess[str]:
+    """`claw COMMAND` held before its first call of `hold_at`, a whole `claw gc --grace 0` run meanwhile, then let go:
+    how the command ended."""
+    writer = held(cwd, hold_at, *command)
+    try:
+        gc_now(cwd)
+    finally:
+        done = release(writer)
+    return done
+
+
 def _edit(ws: Workspace, *prompts: str) -> None:
     ws.case("alpha", prompts[0])
     ws.case("beta", prompts[1])
@@ -123,11 +134,7 @@ def test_pull_beside_gc_brings_a_deleted_head_back_whole(tmp_path: Path, standin
     assert run_here(ws.root, "refs", "--delete", head, "--delete", f"remotes/team/{head}").code == 0
     with Store(Path(env["CLAW_STORE"])) as store:
         age_packs(store, 3600)  # (written an hour ago: older than a running pull's lease window)
-    writer = held(ws.root, "clawstore.remote.pull:_pull_ref", "pull", "team")
-    try:
-        gc_now(ws.root)
-    finally:
-        pulled = release(writer)
+    pulled = beside_gc(ws.root, "clawstore.remote.pull:_pull_ref", "pull", "team")
     assert pulled.returncode == 0, pulled.stderr
     refs = run_here(ws.root, "refs")
     assert head in refs.stdout, pulled.stdout + pulled.stderr + refs.stdout
@@ -163,11 +170,7 @@ def test_pull_beside_gc_keeps_a_pack_an_interrupted_pull_downloaded(tmp_path: Pa
     kept = list((there / "store" / "remotes" / "team" / "incoming").glob("*.pack"))
     assert kept and max(path.stat().st_size for path in kept) >= 1 << 20, kept
     age(kept, 3600)  # (the pull run again an hour later)
-    writer = held(there, "clawstore.remote.pull:_pull_ref", "pull", "team")
-    try:
-        gc_now(there)
-    finally:
-        pulled = release(writer)
+    pulled = beside_gc(there, "clawstore.remote.pull:_pull_ref", "pull", "team")
     assert pulled.returncode == 0, pulled.stderr
     assert "campaigns/main__rp__none" in run_here(there, "refs").stdout, pulled.stdout + pulled.stderr
     fsck = run_here(there, "fsck")
@@ -188,11 +191,7 @@ def test_import_pae_beside_gc_keeps_what_pae_paid_for(tmp_path: Path, standin: S
     eval_profile(ws)
     standin.script(JUDGE, judge_reply(5))
     write_outputs(ws.root, pae_runs(), SETTINGS, SYSTEM)
-    writer = held(ws.root, "clawstore.pae.importer:keep_imported", "import-pae", str(ws.root))
-    try:
-        gc_now(ws.root)
-    finally:
-        imported = release(writer)
+    imported = beside_gc(ws.root, "clawstore.pae.importer:keep_imported", "import-pae", str(ws.root))
     assert imported.returncode == 0, imported.stderr
     assert run_here(ws.root, "fsck").code == 0
     rebuilt = run_here(ws.root, "build", *CAMPAIGN, "--evaluation-profile", "ev")
@@ -270,11 +269,7 @@ def test_pull_beside_gc_keeps_what_a_new_head_shares_with_a_retired_one(tmp_path
     ws = many_cases(tmp_path / "ws", 60)  # (a head of several parts: those the colleague's build left as they were)
     head = "campaigns/main__rp__none"
     theirs, _ = _retired_and_built_on(ws, tmp_path, head)
-    writer = held(ws.root, f"clawstore.remote.pull:{hold_at}", "pull", "team")
-    try:
-        gc_now(ws.root)
-    finally:
-        pulled = release(writer)
+    pulled = beside_gc(ws.root, f"clawstore.remote.pull:{hold_at}", "pull", "team")
     assert pulled.returncode == 0, pulled.stderr
     assert f"{head}\t{theirs}" in run_here(ws.root, "refs").stdout, pulled.stdout + pulled.stderr
     fsck = run_here(ws.root, "fsck")
@@ -293,11 +288,7 @@ def test_untrusted_pull_beside_gc_keeps_apart_a_whole_head(tmp_path: Path, stand
     ws = many_cases(tmp_path / "ws", 60)
     head = "campaigns/main__rp__none"
     theirs, signer = _retired_and_built_on(ws, tmp_path, head, colleague_home=tmp_path / "colleague-home")
-    writer = held(ws.root, "clawstore.remote.pull:_Pull.add_entries", "pull", "team", "--untrusted")
-    try:
-        gc_now(ws.root)
-    finally:
-        pulled = release(writer)
+    pulled = beside_gc(ws.root, "clawstore.remote.pull:_Pull.add_entries", "pull", "team", "--untrusted")
     assert pulled.returncode == 0 and "kept apart" in pulled.stdout + pulled.stderr, pulled
     assert run_here(ws.root, "fsck").code == 0
     assert run_here(ws.root, "trust", "add", signer).code == 0
@@ -321,11 +312,7 @@ def test_fsck_repair_beside_gc_names_a_whole_head(tmp_path: Path, standin: Stand
     with Store(Path(env["CLAW_STORE"])) as store:
         run = next(node for node in head_nodes(store, "main__rp__none") if node["kind"] == "run")
         lose_object(store, store.get_json(run["record"])["outputs"]["artifact"])
-    writer = held(ws.root, "clawstore.store.store:Store.set_ref", "fsck", "--repair")
-    try:
-        gc_now(ws.root)
-    finally:
-        repaired = release(writer)
+    repaired = beside_gc(ws.root, "clawstore.store.store:Store.set_ref", "fsck", "--repair")
     assert repaired.returncode == 0, repaired.stdout + repaired.stderr
     assert "1 node(s) whose record or outputs are gone no longer name them" in repaired.stdout, repaired.stdout
     fsck = run_here(ws.root, "fsck")
