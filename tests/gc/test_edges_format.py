@@ -5,6 +5,7 @@ the previous format ignored and written anew."""
 from __future__ import annotations
 
 import random
+import shutil
 import struct
 import sys
 import tracemalloc
@@ -21,20 +22,30 @@ from clawstore.store.core.ids import PREFIX
 from clawstore.store.core.packfile import iter_pack_ids, pack_path
 from clawstore.store.reach import Reach
 from clawstore.store.services.fsck import fsck
+from tests.gc.helpers import store_once
 from tests.gc.test_edges_sealed import Sealed, _sealed_store, sealed  # noqa: F401  (a fixture)
 from tests.gc.test_reach_many import _reference_walk
 from tests.support.fresh import measured_in_fresh_process
 
 
-def _one_pack_store(tmp_path: Path) -> tuple[Store, str, str]:
-    """A chain of 300 objects in one pack, each naming the one before, every tenth also an id no pack holds."""
-    store = Store(tmp_path / "store")
+def _chain(store: Store) -> str:
+    """A chain of 300 objects in one pack, each naming the one before, every 10th also an id no pack holds: the last."""
     last = store.put_bytes(b"the first leaf")
     for index in range(300):
         doc = {"i": index, "previous": last}
         last = store.put_json(doc if index % 10 else {**doc, "elsewhere": PREFIX + f"{index:064x}"})
     store.set_ref("pins/chain", last)
     store.runtime.close_writer()
+    return last
+
+
+@pytest.fixture
+def one_pack(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> tuple[Store, str, str]:
+    """(a copy of the chain's store, its one pack, the chain's last object): the store made once in the run (one
+    commit an object, as before: ~0.3 s of CPU and 0.7-3.7 s of fsyncs a test), the tests rewrite their copy's files."""
+    made, last = store_once(tmp_path_factory, "edges-format-chain", _chain)
+    shutil.copytree(made, tmp_path / "store", symlinks=True)
+    store = Store(tmp_path / "store")
     (pack,) = iter_pack_ids(store.runtime.packs_dir)
     return store, pack, last
 
@@ -43,8 +54,8 @@ def _load(store: Store, pack: str) -> PackEdges | None:
     return edges.load(store.root, store.runtime.packs_dir, pack)
 
 
-def test_a_file_takes_a_few_bytes_an_id_named_inside_its_pack(tmp_path: Path) -> None:
-    store, pack, _ = _one_pack_store(tmp_path)
+def test_a_file_takes_a_few_bytes_an_id_named_inside_its_pack(one_pack: tuple[Store, str, str]) -> None:
+    store, pack, _ = one_pack
     found = _load(store, pack)
     assert found is not None and len(found.covered()) == 301 and len(found.tokens) == 330
     size = edges.edges_path(store.root, pack).stat().st_size
@@ -116,8 +127,9 @@ def _rewritten(store: Store, pack: str, change: str) -> None:
 
 @pytest.mark.parametrize("change", ["a row past the table", "more ids than named", "a cover neither 0 nor 1",
                                     "another table"])
-def test_a_file_whose_checksum_holds_but_does_not_fit_its_pack_is_never_trusted(tmp_path: Path, change: str) -> None:
-    store, pack, last = _one_pack_store(tmp_path)
+def test_a_file_whose_checksum_holds_but_does_not_fit_its_pack_is_never_trusted(
+        one_pack: tuple[Store, str, str], change: str) -> None:
+    store, pack, last = one_pack
     _rewritten(store, pack, change)
     assert _load(store, pack) is None
     walk = Reach(store, cached=True)
@@ -128,10 +140,10 @@ def test_a_file_whose_checksum_holds_but_does_not_fit_its_pack_is_never_trusted(
 
 @pytest.mark.parametrize("numpy_loaded", [True, False])
 def test_an_id_named_past_the_table_is_refused_with_numpy_loaded_or_not(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, numpy_loaded: bool) -> None:
+        one_pack: tuple[Store, str, str], monkeypatch: pytest.MonkeyPatch, numpy_loaded: bool) -> None:
     """The file's largest token is found by numpy once the process has it (gc's walk), by `max` otherwise: both
     refuse a token past the ids, wherever it is."""
-    store, pack, _ = _one_pack_store(tmp_path)
+    store, pack, _ = one_pack
     if numpy_loaded:
         from clawstore.store.core.lean_numpy import np  # noqa: F401
     else:
@@ -179,8 +191,9 @@ def test_a_file_loads_the_same_by_numpy_as_without_it(tmp_path: Path, monkeypatc
     assert len(with_numpy.fact_outs) == 40 and with_numpy.fact_starts[-1] == 40
 
 
-def test_a_frame_that_would_decode_larger_than_its_header_says_is_not_decoded(tmp_path: Path) -> None:
-    store, pack, _ = _one_pack_store(tmp_path)
+def test_a_frame_that_would_decode_larger_than_its_header_says_is_not_decoded(
+        one_pack: tuple[Store, str, str]) -> None:
+    store, pack, _ = one_pack
     target = edges.edges_path(store.root, pack)
     data = bytearray(target.read_bytes()[:-ID])
     fields = list(HEAD.unpack_from(data))

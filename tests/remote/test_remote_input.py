@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.config.workspace_builder import claw
+from tests.support.prepared import claw_here, ok_here
 from tests.support.workspace import Workspace, one_case
 
 SECRET = "wJalrXUtnFEMI-not-a-real-secret"
@@ -25,6 +26,11 @@ def refused(done: subprocess.CompletedProcess[str], expected: str) -> None:
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.strip().splitlines() == [f"claw: error: {expected}"]
     assert "Traceback" not in done.stderr and SECRET not in done.stderr + done.stdout
+
+
+def _here(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """`claw ARGS` in this process (tests/support/prepared.py `claw_here`), as `claw` returns a child's outcome."""
+    return subprocess.CompletedProcess(list(args), *claw_here(*args, cwd=cwd))
 
 
 @pytest.mark.parametrize("command", ["push", "pull"])
@@ -62,7 +68,7 @@ def test_a_remote_path_that_is_not_utf8_is_refused_and_the_workspace_file_kept(w
                                                                                tmp_path: Path) -> None:
     # Added, it was written as an escape claw.yaml's reader refuses (every command of the workspace failed
     # after); pushed to or pulled from, a traceback.
-    assert claw("remote", "add", "team", str(tmp_path / "team"), cwd=ws.root).returncode == 0
+    ok_here("remote", "add", "team", str(tmp_path / "team"), cwd=ws.root)  # (prepares: in this process)
     before = (ws.root / "claw.yaml").read_bytes()
     latin1 = os.fsdecode(bytes(tmp_path) + b"/caf\xe9")
     why = (f"not UTF-8 text (an undecodable byte at character {len(str(tmp_path)) + 5}); claw takes remote "
@@ -74,8 +80,7 @@ def test_a_remote_path_that_is_not_utf8_is_refused_and_the_workspace_file_kept(w
     refused(claw("push", "team", "--endpoint-url", "http://caf\udce9:9000", cwd=ws.root),
             "--endpoint-url: not UTF-8 text (an undecodable byte at character 11); claw takes remote URLs and "
             "directories in UTF-8 only")
-    listed = claw("remote", "list", cwd=ws.root)
-    assert listed.returncode == 0 and "team" in listed.stdout, listed
+    assert "team" in ok_here("remote", "list", cwd=ws.root)  # (reads back what is kept: in this process)
     assert not (ws.root / "store").exists() and not os.path.exists(os.fsencode(latin1))
 
 
@@ -93,7 +98,7 @@ def test_a_pull_from_a_directory_that_is_not_there_says_so(ws: Workspace, tmp_pa
     missing = tmp_path / "no-such-share"
     refused(claw("pull", str(missing), cwd=ws.root), f"remote {missing}: no such directory")
     assert not (ws.root / "store").exists()
-    assert claw("remote", "add", "share", f"file://{missing}", cwd=ws.root).returncode == 0
+    ok_here("remote", "add", "share", f"file://{missing}", cwd=ws.root)  # (prepares: in this process)
     refused(claw("pull", "share", cwd=ws.root), f"remote {missing}: no such directory")
 
 
@@ -103,10 +108,13 @@ def test_a_remote_that_is_a_file_says_so_before_any_work(ws: Workspace, tmp_path
     # "no such directory" of a path that is there.
     notes = tmp_path / "notes.txt"
     notes.write_text("not a remote\n")
-    for command in ("push", "pull"):
-        refused(claw(command, str(notes), cwd=ws.root), f"remote {notes}: not a directory (a file)")
-        refused(claw(command, f"file://{notes}/team", cwd=ws.root),
-                f"remote {notes}/team: {notes} is a file, not a directory")
+    said = {str(notes): f"remote {notes}: not a directory (a file)",
+            f"file://{notes}/team": f"remote {notes}/team: {notes} is a file, not a directory"}
+    # (each command and each spelling by a real process once; the other two in this process)
+    for command, remote, real in (("push", str(notes), True), ("push", f"file://{notes}/team", False),
+                                  ("pull", str(notes), False), ("pull", f"file://{notes}/team", True)):
+        done = claw(command, remote, cwd=ws.root) if real else _here(command, remote, cwd=ws.root)
+        refused(done, said[remote])
     assert not (ws.root / "store").exists() and notes.read_text() == "not a remote\n"
 
 
@@ -164,7 +172,7 @@ def test_remotes_added_at_once_by_several_processes_are_all_kept(ws: Workspace, 
 @pytest.mark.parametrize("command", ["plan", "build"])
 def test_a_bad_endpoint_in_the_environment_stops_a_remote_build_before_a_store_is_made(
         ws: Workspace, command: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    assert claw("remote", "add", "team", "s3://bucket/team", cwd=ws.root).returncode == 0
+    ok_here("remote", "add", "team", "s3://bucket/team", cwd=ws.root)  # (prepares: in this process)
     monkeypatch.setenv("AWS_ENDPOINT_URL", "garbage")
     monkeypatch.setenv("OPENROUTER_API_KEY", "k-test")
     refused(claw(command, "--suite", "main", "--run-profile", "rp", "--remote", "team", cwd=ws.root),
@@ -220,9 +228,13 @@ def test_remote_add_of_a_saved_name_says_what_it_replaced(ws: Workspace, tmp_pat
 @pytest.mark.parametrize("url", ["s3://bench/team/../other", "s3://bench/./team"])
 def test_an_s3_prefix_with_dot_segments_is_refused(ws: Workspace, url: str) -> None:
     # S3 keys are literal: `team/../other` was a prefix of its own, where nobody else's `other` is
-    refused(claw("pull", url, cwd=ws.root), f"remote: {url}: an S3 prefix with a '.' or '..' segment names keys "
-                                            "holding it literally: write the prefix meant")
-    assert claw("remote", "add", "team", url, cwd=ws.root).returncode == 2
+    # (each URL by a real process once, each command by one in turn; the other command in this process)
+    real = ["s3://bench/team/../other", "s3://bench/./team"].index(url)
+    pulled = claw("pull", url, cwd=ws.root) if real == 0 else _here("pull", url, cwd=ws.root)
+    refused(pulled, f"remote: {url}: an S3 prefix with a '.' or '..' segment names keys holding it literally: write "
+                    "the prefix meant")
+    args = ("remote", "add", "team", url)
+    assert (claw(*args, cwd=ws.root) if real == 1 else _here(*args, cwd=ws.root)).returncode == 2
     assert not (ws.root / "claw.yaml").exists()
 
 
@@ -234,5 +246,8 @@ def test_a_workspace_file_whose_remotes_are_no_mapping_is_one_line(ws: Workspace
     # where `remote list` and `push` said the file and the field.
     (ws.root / "claw.yaml").write_text(f"remotes: {remotes}\n")
     expected = f"{ws.root / 'claw.yaml'}: remotes: expected a mapping of name: {{url, endpoint_url}}"
-    refused(claw(*command, cwd=ws.root), expected)
+    # (a real process for each file once, each command in turn: "5" and "text" by remote add, "[a, b]" by remote
+    # remove; the other command in this process, where a traceback is an exception raised)
+    real = (["5", "[a, b]", "text"].index(remotes) + (command[1] == "remove")) % 2 == 0
+    refused(claw(*command, cwd=ws.root) if real else _here(*command, cwd=ws.root), expected)
     assert (ws.root / "claw.yaml").read_text() == f"remotes: {remotes}\n"
