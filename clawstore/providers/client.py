@@ -132,9 +132,11 @@ class _Client(httpx.Client):
 
 class _DeferredTLS(ssl.SSLContext):
     """The TLS context a leased httpx client holds: it hands each socket to the real one (`ProviderClient._tls_context`,
-    made, and the CA bundle loaded, ~15 ms of CPU, at the first connection that speaks TLS), so a client whose requests
+    made, and the CA bundle loaded, ~20 ms of CPU, at the first connection that speaks TLS), so a client whose requests
     all go to http:// servers (a local model server, the stand-in) or through its Wire never loads it. Itself it
     trusts no CA and requires a verified peer: a handshake made without the hand-over fails, never goes unverified."""
+
+    _real: Callable[[], ssl.SSLContext]
 
     def __new__(cls, real: Callable[[], ssl.SSLContext]) -> _DeferredTLS:
         context = super().__new__(cls, ssl.PROTOCOL_TLS_CLIENT)  # (CERT_REQUIRED, check_hostname: as the real one)

@@ -1,12 +1,13 @@
 """A provider client loads the CA bundle only when a connection of its own speaks TLS (providers/client.py
-`_DeferredTLS`): requests to http:// servers (a local model server, the stand-in) never pay for it (~15 ms of CPU, a
-sixth of a small build's request path), and a handshake that went around the hand-over could not go unverified."""
+`_DeferredTLS`): requests to http:// servers (a local model server, the stand-in) never pay for it (~20 ms of CPU, a
+twentieth of a small build), and a handshake that went around the hand-over could not go unverified."""
 
 from __future__ import annotations
 
 import contextlib
 import socket
 import ssl
+from pathlib import Path
 
 import pytest
 
@@ -30,8 +31,9 @@ def test_requests_to_an_http_server_never_make_the_tls_context(standin: StandIn)
     assert len(standin.requests) == 2
 
 
-def test_the_context_httpx_holds_trusts_nothing_and_requires_a_verified_peer(tmp_path, monkeypatch) -> None:
-    # A handshake made by the stand-in context itself (not handed over) has no CA to verify the server against: it
+def test_the_context_httpx_holds_trusts_nothing_and_requires_a_verified_peer(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    # A handshake made by the deferred context itself (not handed over) has no CA to verify the server against: it
     # fails, even for a server the real context would trust.
     cert, key = _self_signed(tmp_path)
     monkeypatch.setenv("SSL_CERT_FILE", cert)
@@ -46,7 +48,8 @@ def test_the_context_httpx_holds_trusts_nothing_and_requires_a_verified_peer(tmp
         server.close()
 
 
-def test_an_https_server_not_trusted_is_refused_through_httpx(tmp_path, monkeypatch) -> None:
+def test_an_https_server_not_trusted_is_refused_through_httpx(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                             ) -> None:
     # Through httpx's own transport (a kept cookie), the handed-over context verifies as before: a self-signed
     # server that SSL_CERT_FILE does not name is refused.
     cert, key = _self_signed(tmp_path)
