@@ -47,12 +47,14 @@ COMMAND_MODULES_SEEN = textwrap.dedent("""
     WATCHED = ("httpx", "ctypes", "secrets", "clawstore.builder.api", "pydantic", "duckdb",
                "clawstore.store.services.gc", "clawstore.store.services.archive_import", "yaml",
                "clawstore.store.store", "clawstore.project.keeping", "clawstore.builder.engine",
-               "clawstore.builder.batching")
+               "clawstore.builder.batching", "importlib.metadata")
 
     def seen():
         with open(out, "w") as f:
             f.write(" ".join(sorted(m for m in sys.modules if m.startswith("clawstore.cli.") and m.endswith("_cmd"))))
             f.write("".join(f" {m}" for m in WATCHED if m in sys.modules))
+            tokenize = sys.modules.get("tokenize")  # (its pattern compiled: some source or text signature tokenized)
+            f.write(" tokenized" if tokenize is not None and tokenize._compile.cache_info().currsize else "")
 
     process_end.at_exit(seen)
     from clawstore.cli import entry
@@ -134,6 +136,17 @@ def test_fsck_of_a_store_no_query_indexed_imports_no_duckdb_and_a_report_no_conf
     # config/error_text.py imported pydantic (~25 ms) for its validation errors' wording.
     assert "pydantic" not in _imported(ws, tmp_path, "report")
     assert "duckdb" in _imported(ws, tmp_path, "fsck", campaign=False)  # (the report made a manifest: it is checked)
+
+
+@pytest.mark.parametrize("command, campaign", [(("validate",), False), (("build",), True)], ids=["validate", "build"])
+def test_validate_and_a_cold_build_read_no_distribution_s_metadata_nor_a_builtin_s_signature(
+        command: tuple[str, ...], campaign: bool, ws: Workspace, tmp_path: Path) -> None:  # noqa: F811
+    # A model's first validator: pydantic looked for its plugins in every installed distribution's entry points
+    # (importlib.metadata, email, zipfile: ~15 ms of CPU), and read the signature of each `default_factory` (of list
+    # and dict: their text signatures tokenized, tokenize's pattern compiled: ~3 ms).
+    imported = set(_imported(ws, tmp_path, *command, campaign=campaign))
+    assert "pydantic" in imported  # (it validated the workspace)
+    assert not {"importlib.metadata", "tokenized"} & imported
 
 
 def _imported(ws: Workspace, tmp_path: Path, *command: str, campaign: bool = True) -> list[str]:  # noqa: F811

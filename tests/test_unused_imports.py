@@ -41,8 +41,8 @@ def test_a_build_imports_neither_trio_nor_httpx_command_line(standin: StandIn, t
 
 
 def test_a_program_that_imports_claw_keeps_those_imports() -> None:
-    code = ("import clawstore.cli, clawstore.providers.client, trio, httpx._main\n"
-            "print(trio.__name__, httpx._main.__name__)")
+    code = ("import clawstore.cli, clawstore.providers.client, trio, httpx._main, pydantic.plugin._loader as loader\n"
+            "print(trio.__name__, httpx._main.__name__, loader.__file__.endswith('_loader.py'))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["trio", "httpx._main"]
+    assert done.stdout.split() == ["trio", "httpx._main", "True"]  # (pydantic's own plugin loader, too)

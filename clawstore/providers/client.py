@@ -18,6 +18,7 @@ import re
 import ssl
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC
 from typing import Any
@@ -129,6 +130,26 @@ class _Client(httpx.Client):
         super().close()
 
 
+class _DeferredTLS(ssl.SSLContext):
+    """The TLS context a leased httpx client holds: it hands each socket to the real one (`ProviderClient._tls_context`,
+    made, and the CA bundle loaded, ~20 ms of CPU, at the first connection that speaks TLS), so a client whose requests
+    all go to http:// servers (a local model server, the stand-in) or through its Wire never loads it. Itself it
+    trusts no CA and requires a verified peer: a handshake made without the hand-over fails, never goes unverified."""
+
+    _real: Callable[[], ssl.SSLContext]
+
+    def __new__(cls, real: Callable[[], ssl.SSLContext]) -> _DeferredTLS:
+        context = super().__new__(cls, ssl.PROTOCOL_TLS_CLIENT)  # (CERT_REQUIRED, check_hostname: as the real one)
+        context._real = real
+        return context
+
+    def wrap_socket(self, *args: Any, **kwargs: Any) -> ssl.SSLSocket:  # type: ignore[override]
+        return self._real().wrap_socket(*args, **kwargs)
+
+    def wrap_bio(self, *args: Any, **kwargs: Any) -> ssl.SSLObject:  # type: ignore[override]
+        return self._real().wrap_bio(*args, **kwargs)  # (TLS through an https proxy)
+
+
 @dataclass
 class _Failure:
     code: str
@@ -208,7 +229,7 @@ class ProviderClient:
                 return self._idle.pop()
             if self._closed.is_set():
                 raise ProviderError("cancelled", _cancelled_text(self._closed))
-            http = _Client(limits=self._limits, verify=self._tls_context(), follow_redirects=False)
+            http = _Client(limits=self._limits, verify=_DeferredTLS(self._tls_context), follow_redirects=False)
             http.streams = Streams()
             if not http._mounts:  # no proxy in the environment: its requests go through a Wire
                 http.wire = Wire(self._tls_context)

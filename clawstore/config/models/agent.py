@@ -15,6 +15,8 @@ from clawstore.config.models.base import (
     SchemaVersion,
     StrictModel,
     Tags,
+    empty_dict,
+    empty_list,
     fail,
     none_to_list,
     reject_credential_urls,
@@ -29,9 +31,10 @@ def _no_model_keys(fragment: dict[str, Any]) -> dict[str, Any]:
 
 
 class ModelDefaults(OpenModel):
-    fallbacks: Annotated[list[Any], BeforeValidator(none_to_list)] = Field(default_factory=list)
-    aliases: Annotated[dict[str, str], BeforeValidator(lambda v: {} if v is None else v)] = Field(default_factory=dict)
-    primary_params: FreeMap = Field(default_factory=dict)
+    fallbacks: Annotated[list[Any], BeforeValidator(none_to_list)] = Field(default_factory=empty_list)
+    aliases: Annotated[dict[str, str], BeforeValidator(lambda v: {} if v is None else v)] = Field(
+        default_factory=empty_dict)
+    primary_params: FreeMap = Field(default_factory=empty_dict)
 
     @model_validator(mode="after")
     def _single_model(self) -> "ModelDefaults":
@@ -42,9 +45,9 @@ class ModelDefaults(OpenModel):
 
 
 class AgentOpenClawConfig(StrictModel):
-    identity: FreeMap = Field(default_factory=dict)
-    agents_defaults: FreeMap = Field(default_factory=dict)
-    agent: FreeMap = Field(default_factory=dict)
+    identity: FreeMap = Field(default_factory=empty_dict)
+    agents_defaults: FreeMap = Field(default_factory=empty_dict)
+    agent: FreeMap = Field(default_factory=empty_dict)
     model_defaults: Annotated[ModelDefaults, NULL_IS_EMPTY] = Field(default_factory=ModelDefaults)
 
     @model_validator(mode="after")
@@ -74,8 +77,8 @@ class Agent(StrictModel):
     agent_id: Id
     title: NonEmptyStr
     description: str | None = None
-    tags: Tags = Field(default_factory=list)
-    metadata: FreeMap = Field(default_factory=dict)
+    tags: Tags = Field(default_factory=empty_list)
+    metadata: FreeMap = Field(default_factory=empty_dict)
     openclaw: Annotated[AgentOpenClawConfig, NULL_IS_EMPTY] = Field(default_factory=AgentOpenClawConfig)
 
     @property

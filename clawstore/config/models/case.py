@@ -14,6 +14,8 @@ from clawstore.config.models.base import (
     SchemaVersion,
     StrictModel,
     Tags,
+    empty_dict,
+    empty_list,
     fail,
     none_to_list,
     reject_duplicate_ids,
@@ -98,10 +100,10 @@ def _check_context(context: dict[str, Any]) -> dict[str, Any]:
 class TestInput(StrictModel):
     __test__ = False  # not a pytest class
 
-    messages: MessageList = Field(default_factory=list)
-    turns: MessageList = Field(default_factory=list)
-    attachments: Annotated[list[NonEmptyStr], BeforeValidator(none_to_list)] = Field(default_factory=list)
-    context: FreeMap = Field(default_factory=dict)
+    messages: MessageList = Field(default_factory=empty_list)
+    turns: MessageList = Field(default_factory=empty_list)
+    attachments: Annotated[list[NonEmptyStr], BeforeValidator(none_to_list)] = Field(default_factory=empty_list)
+    context: FreeMap = Field(default_factory=empty_dict)
 
     @field_validator("context")
     @classmethod
@@ -118,12 +120,12 @@ class TestInput(StrictModel):
 class Expectation(StrictModel):
     text: NonEmptyStr
     weight: float = 1.0
-    metadata: FreeMap = Field(default_factory=dict)
+    metadata: FreeMap = Field(default_factory=empty_dict)
 
 
 class Expectations(StrictModel):
-    hard_expectations: Annotated[list[Expectation], BeforeValidator(none_to_list)] = Field(default_factory=list)
-    soft_expectations: Annotated[list[Expectation], BeforeValidator(none_to_list)] = Field(default_factory=list)
+    hard_expectations: Annotated[list[Expectation], BeforeValidator(none_to_list)] = Field(default_factory=empty_list)
+    soft_expectations: Annotated[list[Expectation], BeforeValidator(none_to_list)] = Field(default_factory=empty_list)
 
 
 def _anchor_keys(value: Any) -> Any:
@@ -137,7 +139,7 @@ def _anchor_keys(value: Any) -> Any:
 class RubricScale(StrictModel):
     min: Annotated[float, Field(ge=0)] = 0
     max: Annotated[float, Field(ge=0)] = 10
-    anchors: Annotated[dict[str, str], BeforeValidator(_anchor_keys)] = Field(default_factory=dict)
+    anchors: Annotated[dict[str, str], BeforeValidator(_anchor_keys)] = Field(default_factory=empty_dict)
 
     @model_validator(mode="after")
     def _ordered(self) -> "RubricScale":
@@ -155,7 +157,7 @@ class RubricCriterion(StrictModel):
 class Rubric(StrictModel):
     version: Literal[1] = 1
     scale: Annotated[RubricScale, NULL_IS_EMPTY] = Field(default_factory=RubricScale)
-    criteria: Annotated[list[RubricCriterion], BeforeValidator(none_to_list)] = Field(default_factory=list)
+    criteria: Annotated[list[RubricCriterion], BeforeValidator(none_to_list)] = Field(default_factory=empty_list)
     scoring_instructions: str | None = None
 
 
@@ -170,9 +172,9 @@ class TestCase(StrictModel):
     expectations: Annotated[Expectations, NULL_IS_EMPTY] = Field(default_factory=Expectations)
     rubric: Rubric | None = None
     deterministic_checks: Annotated[list[DeterministicCheck], BeforeValidator(none_to_list)] = Field(
-        default_factory=list)
-    tags: Tags = Field(default_factory=list)
-    metadata: FreeMap = Field(default_factory=dict)
+        default_factory=empty_list)
+    tags: Tags = Field(default_factory=empty_list)
+    metadata: FreeMap = Field(default_factory=empty_dict)
 
     @model_validator(mode="after")
     def _unique_check_ids(self) -> "TestCase":

@@ -6,7 +6,7 @@ from pydantic import BeforeValidator, Field, model_validator
 
 from clawstore.config.ids import DIMENSIONS
 from clawstore.config.limits import MAX_CHECK_COUNT
-from clawstore.config.models.base import Id, NonEmptyStr, StrictModel, fail
+from clawstore.config.models.base import Id, NonEmptyStr, StrictModel, empty_list, fail
 from clawstore.errors import quoted
 
 DeclarativeKind = Literal[
@@ -126,7 +126,7 @@ class PythonHook(StrictModel):
 class DeterministicCheck(StrictModel):
     check_id: Id
     description: str | None = None
-    dimensions: Annotated[list[Dimension], BeforeValidator(_normalize_dimensions)] = Field(default_factory=list)
+    dimensions: Annotated[list[Dimension], BeforeValidator(_normalize_dimensions)] = Field(default_factory=empty_list)
     declarative: DeclarativeCheck | None = None
     python_hook: PythonHook | None = None
 

@@ -17,6 +17,8 @@ from clawstore.config.models.base import (
     check_endpoint,
     check_pricing,
     check_text_fields,
+    empty_dict,
+    empty_list,
     fail,
     none_to_list,
     reject_credential_urls,
@@ -35,7 +37,7 @@ class JudgeConfig(OpenModel):
     judge_id: Id
     type: NonEmptyStr
     model: str | None = None
-    request_options: FreeMap = Field(default_factory=dict)
+    request_options: FreeMap = Field(default_factory=empty_dict)
 
     @model_validator(mode="after")
     def _no_secrets(self) -> "JudgeConfig":
@@ -104,7 +106,7 @@ class AnchorReference(StrictModel):
 
 class AnchorsConfig(StrictModel):
     enabled: bool = False
-    references: Annotated[list[AnchorReference], BeforeValidator(none_to_list)] = Field(default_factory=list)
+    references: Annotated[list[AnchorReference], BeforeValidator(none_to_list)] = Field(default_factory=empty_list)
 
 
 class SecurityPolicy(StrictModel):
@@ -121,12 +123,12 @@ class EvaluationProfile(StrictModel):
     schema_version: SchemaVersion
     evaluation_profile_id: Id
     title: NonEmptyStr
-    judges: Annotated[list[JudgeConfig], BeforeValidator(none_to_list)] = Field(default_factory=list)
-    judge_runs: Annotated[list[JudgeRunConfig], BeforeValidator(none_to_list)] = Field(default_factory=list)
+    judges: Annotated[list[JudgeConfig], BeforeValidator(none_to_list)] = Field(default_factory=empty_list)
+    judge_runs: Annotated[list[JudgeRunConfig], BeforeValidator(none_to_list)] = Field(default_factory=empty_list)
     aggregation: Annotated[AggregationConfig, NULL_IS_EMPTY] = Field(default_factory=AggregationConfig)
     anchors: Annotated[AnchorsConfig, NULL_IS_EMPTY] = Field(default_factory=AnchorsConfig)
     security_policy: Annotated[SecurityPolicy, NULL_IS_EMPTY] = Field(default_factory=SecurityPolicy)
-    metadata: FreeMap = Field(default_factory=dict)
+    metadata: FreeMap = Field(default_factory=empty_dict)
     judge_system_prompt_path: Annotated[str | None, BeforeValidator(_blank_to_none)] = None
     judge_system_prompt: Annotated[str | None, BeforeValidator(_blank_to_none)] = None
 

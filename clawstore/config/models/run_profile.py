@@ -6,7 +6,16 @@ from pydantic import AfterValidator, BeforeValidator, Field, field_validator, mo
 
 from clawstore.config.ids import is_id
 from clawstore.config.limits import MAX_CONCURRENCY, MAX_RUN_REPETITIONS, MAX_TIMEOUT_SECONDS
-from clawstore.config.models.base import NULL_IS_EMPTY, FreeMap, Id, NonEmptyStr, SchemaVersion, StrictModel, fail
+from clawstore.config.models.base import (
+    NULL_IS_EMPTY,
+    FreeMap,
+    Id,
+    NonEmptyStr,
+    SchemaVersion,
+    StrictModel,
+    empty_dict,
+    fail,
+)
 from clawstore.config.models.runner_settings import check_settings
 from clawstore.errors import quoted
 
@@ -45,8 +54,9 @@ class RunProfile(StrictModel):
     schema_version: SchemaVersion
     run_profile_id: Id
     title: NonEmptyStr
-    runner_defaults: RunnerSettings = Field(default_factory=dict)
-    model_overrides: Annotated[dict[str, RunnerSettings], BeforeValidator(_none_to_dict)] = Field(default_factory=dict)
+    runner_defaults: RunnerSettings = Field(default_factory=empty_dict)
+    model_overrides: Annotated[dict[str, RunnerSettings], BeforeValidator(_none_to_dict)] = Field(
+        default_factory=empty_dict)
     execution_policy: Annotated[ExecutionPolicy, NULL_IS_EMPTY] = Field(default_factory=ExecutionPolicy)
     openclaw: OpenClawRunProfile | None = None
 

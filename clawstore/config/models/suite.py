@@ -18,6 +18,8 @@ from clawstore.config.models.base import (
     check_endpoint,
     check_pricing,
     check_text_fields,
+    empty_dict,
+    empty_list,
     fail,
     none_to_list,
     reject_credential_urls,
@@ -53,10 +55,10 @@ class ModelConfig(OpenModel):
 
 
 class CaseSelection(StrictModel):
-    include_case_ids: StrList = Field(default_factory=list)
-    exclude_case_ids: StrList = Field(default_factory=list)
-    include_tags: TagFilter = Field(default_factory=list)
-    exclude_tags: TagFilter = Field(default_factory=list)
+    include_case_ids: StrList = Field(default_factory=empty_list)
+    exclude_case_ids: StrList = Field(default_factory=empty_list)
+    include_tags: TagFilter = Field(default_factory=empty_list)
+    exclude_tags: TagFilter = Field(default_factory=empty_list)
 
 
 class AgentAssignment(StrictModel):
@@ -73,17 +75,18 @@ class AgentAssignment(StrictModel):
 
 
 class SuiteOpenClawConfig(StrictModel):
-    agent_assignments: Annotated[list[AgentAssignment], BeforeValidator(none_to_list)] = Field(default_factory=list)
+    agent_assignments: Annotated[list[AgentAssignment], BeforeValidator(none_to_list)] = Field(
+        default_factory=empty_list)
 
 
 class Suite(StrictModel):
     schema_version: SchemaVersion
     suite_id: Id
     title: NonEmptyStr
-    models: Annotated[list[ModelConfig], BeforeValidator(none_to_list)] = Field(default_factory=list)
+    models: Annotated[list[ModelConfig], BeforeValidator(none_to_list)] = Field(default_factory=empty_list)
     case_selection: Annotated[CaseSelection, NULL_IS_EMPTY] = Field(default_factory=CaseSelection)
     openclaw: Annotated[SuiteOpenClawConfig, NULL_IS_EMPTY] = Field(default_factory=SuiteOpenClawConfig)
-    metadata: FreeMap = Field(default_factory=dict)
+    metadata: FreeMap = Field(default_factory=empty_dict)
 
     @model_validator(mode="after")
     def _unique_model_ids(self) -> "Suite":
