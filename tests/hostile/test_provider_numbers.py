@@ -14,6 +14,7 @@ from clawstore.values.canonical import canonical_json
 from tests.hostile.attack import forge_run_record, run_claw
 from tests.support.claw import env, ws  # noqa: F401 - fixtures
 from tests.support.judging import JUDGE, eval_profile, judge_reply
+from tests.support.prepared import run_here
 from tests.support.workspace import Workspace
 
 BUILD = ("build", "--suite", "main", "--run-profile", "rp")
@@ -150,7 +151,7 @@ def test_a_judgement_whose_usage_breaks_the_bounds_is_kept_with_its_cost_unknown
 
 def test_a_forged_record_is_named_and_left_out_of_the_query(ws: Workspace, standin: StandIn,  # noqa: F811
                                                              env: dict[str, str]) -> None:  # noqa: F811
-    assert run_claw(ws.root, *BUILD).code == 0
+    assert run_here(ws.root, *BUILD).code == 0  # (prepares the record forged: in this process)
 
     def forge(record: dict[str, Any]) -> bytes:
         record["metrics"]["output_tokens"] = 1e30  # what an older claw stored from a hostile reply

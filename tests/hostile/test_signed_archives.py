@@ -75,7 +75,7 @@ def test_the_key_is_made_once_private_and_never_shipped(alice: User, exported: P
     for path in [exported, *(p for p in (tmp_path / "alice" / "store").rglob("*") if p.is_file())]:
         data = path.read_bytes()
         assert secret not in data and raw not in data, path
-    listed = alice.ok("trust", "list", cwd=tmp_path)
+    listed = alice.here("trust", "list", cwd=tmp_path)  # (reads back what the key made: in this process)
     assert listed.strip() == f"{public}  (yours)"
 
 

@@ -22,6 +22,7 @@ from clawstore.store import Store
 from clawstore.store.headdoc import read_head_doc
 from tests.query.campaigns import Spec, build, count_flattened
 from tests.support.once import copied, made_once
+from tests.support.prepared import claw_here
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -62,11 +63,11 @@ def test_count_of_runs_matches_run_nodes_in_a_real_process(store: Store) -> None
 def test_sql_opening_with_a_comment_is_the_sql_not_an_option(store: Store) -> None:
     """docs/query.md's interval example opens with `-- 95 % interval …`: pasted, it was "No such option", exit 2."""
     sql = "-- runs per model\nselect count(*) as n from runs"
-    proc = claw("query", sql, "--store", str(store.root), "--format", "json")
-    assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout) == [{"n": 9}]
-    proc = claw("query", "--format", "csv", "--store", str(store.root), "-- a comment\nselect 1 as one")
-    assert (proc.returncode, proc.stdout.split()) == (0, ["one", "1"]), proc.stderr
+    code, out, err = run(store, sql, "--format", "json")  # (the arguments as a real process gets them: click's)
+    assert code == 0, err
+    assert json.loads(out) == [{"n": 9}]
+    code, out, err = run(store, "--format", "csv", "-- a comment\nselect 1 as one")
+    assert (code, out.split()) == (0, ["one", "1"]), err
 
 
 @pytest.mark.parametrize("comment", ["--no space after the dashes", "--", "--x=1 looks like an option's value",
@@ -243,8 +244,8 @@ def test_out_writes_parquet_csv_json(store: Store, tmp_path: Path) -> None:
 def test_workspace_queries_dir_wins(store: Store, tmp_path: Path) -> None:
     (tmp_path / "queries").mkdir()
     (tmp_path / "queries" / "leaderboard.sql").write_text("select 'mine' as who")
-    proc = claw("query", "leaderboard", "--store", str(store.root), "--format", "csv", cwd=tmp_path)
-    assert proc.returncode == 0 and proc.stdout == "who\nmine\n"
+    code, out, err = claw_here("query", "leaderboard", "--store", str(store.root), "--format", "csv", cwd=tmp_path)
+    assert code == 0 and out == "who\nmine\n", err
 
 
 def test_the_workspace_queries_dir_is_found_from_a_folder_inside_the_workspace(
@@ -329,12 +330,13 @@ def test_a_saved_query_from_the_workspace_still_sees_every_view_and_can_export(s
         "(select count(*) from objects) > 0 as objects")
     typed = run(store, "select (select count(*) from runs) as runs, (select count(*) from run_history) as history, "
                        "(select count(*) from objects) > 0 as objects", "--format", "csv")[1]
-    proc = claw("query", "board", "--store", str(store.root), "--format", "csv", cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == typed and proc.stdout.splitlines()[1].endswith(",true")
+    # (in this process, from the workspace: the saved query's confinement is DuckDB's, as the test above says)
+    code, printed, err = claw_here("query", "board", "--store", str(store.root), "--format", "csv", cwd=tmp_path)
+    assert code == 0, err
+    assert printed == typed and printed.splitlines()[1].endswith(",true")
     out = tmp_path / "board.parquet"
-    proc = claw("query", "board", "--store", str(store.root), "--out", str(out), cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr
+    code, _, err = claw_here("query", "board", "--store", str(store.root), "--out", str(out), cwd=tmp_path)
+    assert code == 0, err
     assert duckdb.connect().execute(f"select count(*) from read_parquet('{out}')").fetchall() == [(1,)]
 
 
@@ -396,12 +398,13 @@ def test_a_broken_saved_query_names_its_file(store: Store, tmp_path: Path) -> No
     (tmp_path / "queries").mkdir()
     (tmp_path / "queries" / "broken.sql").write_text("selec 1")
     (tmp_path / "queries" / "folder.sql").mkdir()
-    broken = claw("query", "broken", "--store", str(store.root), cwd=tmp_path)
-    assert broken.returncode == 2 and broken.stderr.startswith(
-        f"claw: error: {tmp_path / 'queries' / 'broken.sql'}: query failed: Parser Error"), broken.stderr
-    assert len(broken.stderr.splitlines()) == 1
-    folder = claw("query", "folder", "--store", str(store.root), cwd=tmp_path)
-    assert (folder.returncode, folder.stderr) == (
-        2, f"claw: error: {tmp_path / 'queries' / 'folder.sql'}: not a saved query (a directory)\n")
-    typo = claw("query", "foldr", "--store", str(store.root), cwd=tmp_path)
-    assert typo.returncode == 2 and "broken" in typo.stderr and "folder" not in typo.stderr
+    # (in this process, from the workspace: what is read is the error a command says; a real process says its
+    # errors the same way, test_bad_sql_is_one_line_and_exit_2)
+    code, _, err = claw_here("query", "broken", "--store", str(store.root), cwd=tmp_path)
+    assert code == 2 and err.startswith(
+        f"claw: error: {tmp_path / 'queries' / 'broken.sql'}: query failed: Parser Error"), err
+    assert len(err.splitlines()) == 1
+    code, _, err = claw_here("query", "folder", "--store", str(store.root), cwd=tmp_path)
+    assert (code, err) == (2, f"claw: error: {tmp_path / 'queries' / 'folder.sql'}: not a saved query (a directory)\n")
+    code, _, err = claw_here("query", "foldr", "--store", str(store.root), cwd=tmp_path)
+    assert code == 2 and "broken" in err and "folder" not in err, err

@@ -74,7 +74,7 @@ def test_cost_by_model_s_reasoning_tokens_are_unknown_with_a_run_s_tokens(ws: Wo
     ws.suite("main", ["good", "half"])
     standin.script("vendor/half", text("four", usage={"prompt_tokens": None, "completion_tokens": None,
                                                       "total_tokens": None, "cost": None}), match="2 + 2")
-    built = run_claw(ws.root, "build", *CAMPAIGN)
+    built = run_here(ws.root, "build", *CAMPAIGN)  # (prepares what the queries read: in this process)
     assert built.code == 0 and "Traceback" not in built.stdout + built.stderr, built
     runs = _read(ws.root, "query", "select case_id, reasoning_tokens from runs where model_id = 'half' order by 1",
                  "--format", "json")
@@ -128,7 +128,7 @@ def test_token_counts_sent_as_null_are_unknown_not_0(ws: Workspace, standin: Sta
         "id": "gen-1", "object": "chat.completion", "created": 1, "model": "vendor/nulls",
         "choices": [{"index": 0, "message": {"role": "assistant", "content": "four"}, "finish_reason": "stop"}],
         "usage": {"prompt_tokens": None, "completion_tokens": None, "total_tokens": None}}})
-    built = run_claw(ws.root, "build", *CAMPAIGN)
+    built = run_here(ws.root, "build", *CAMPAIGN)  # (prepares what the queries read: in this process)
     assert built.code == 0 and "Traceback" not in built.stdout + built.stderr, built
     runs = _read(ws.root, "query", "select input_tokens, output_tokens, cost_usd, cost_source from runs",
                  "--format", "json")
@@ -201,7 +201,7 @@ def test_a_free_model_whose_reply_counts_no_tokens_costs_a_known_0(ws: Workspace
     ws.edit("evaluation_profiles/ev.yaml", lambda d: d["judges"][0].update(pricing={"input": 0, "output": 0.0}))
     standin.script(JUDGE, {**judge_reply(7), "usage": none})
     campaign = (*CAMPAIGN, "--evaluation-profile", "ev")
-    built = run_claw(ws.root, "build", *campaign)
+    built = run_here(ws.root, "build", *campaign)  # (prepares what the queries read: in this process)
     assert built.code == 0 and "Traceback" not in built.stdout + built.stderr, built
     runs = _read(ws.root, "query", "select model_id, input_tokens, cost_usd, cost_source from runs order by model_id",
                  "--format", "json")
