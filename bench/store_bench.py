@@ -300,7 +300,7 @@ def bench_fsck(store: Store) -> None:
     count = sum(1 for _ in store.iter_objects())
     start = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-c", "import sys; from clawstore.cli import main; sys.exit(main())",
+        [sys.executable, "-m", "clawstore.cli",
          "fsck", "--store", str(store.root)],
         capture_output=True, text=True,
         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},

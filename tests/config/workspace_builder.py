@@ -156,7 +156,7 @@ def _claw_command() -> list[str]:
     script = Path(sys.executable).parent / "claw"
     if script.is_file():
         return [str(script)]
-    return [sys.executable, "-c", "from clawstore.cli import main; main()"]
+    return [sys.executable, "-m", "clawstore.cli"]
 
 
 def claw(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

@@ -43,9 +43,8 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Store:
 
 def claw(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """A real `claw` process (entry point of the installed package)."""
-    code = "import sys; from clawstore.cli import main; sys.exit(main())"
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=cwd or REPO,
-                          timeout=120)
+    return subprocess.run([sys.executable, "-m", "clawstore.cli", *args], capture_output=True, text=True,
+                          cwd=cwd or REPO, timeout=120)
 
 
 def run(store: Store, *args: str) -> tuple[int, str, str]:

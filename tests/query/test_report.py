@@ -196,8 +196,7 @@ def test_runs_only_campaign_has_no_chart(tmp_path: Path) -> None:
 
 def test_unknown_campaign_and_bad_flag_path_exit_2(tmp_path: Path) -> None:
     store = Store(tmp_path / "store")
-    code = "import sys; from clawstore.cli import main; sys.exit(main())"
-    proc = subprocess.run([sys.executable, "-c", code, "report", "--suite", "nope", "--run-profile", "std",
+    proc = subprocess.run([sys.executable, "-m", "clawstore.cli", "report", "--suite", "nope", "--run-profile", "std",
                            "--store", str(store.root)], capture_output=True, text=True, cwd=tmp_path, timeout=60)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
     assert "campaign nope__std__none has never been built" in proc.stderr

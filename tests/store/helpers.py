@@ -10,7 +10,7 @@ from pathlib import Path
 
 HERE = Path(__file__).parent
 REPO = HERE.parent.parent
-CLAW = [sys.executable, "-c", "import sys; from clawstore.cli import main; sys.exit(main())"]
+CLAW = [sys.executable, "-m", "clawstore.cli"]
 
 
 def env(**extra: str) -> dict[str, str]:

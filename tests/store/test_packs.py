@@ -214,7 +214,7 @@ def _put_round(root: Path, n: int) -> None:
 
 
 def gc_command(root: Path) -> list[str]:
-    return [sys.executable, "-c", "import sys; from clawstore.cli import main; sys.exit(main())",
+    return [sys.executable, "-m", "clawstore.cli",
             "gc", "--grace", "0", "--store", str(root)]
 
 
