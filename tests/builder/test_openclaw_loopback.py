@@ -1,0 +1,44 @@
+"""`claw build` of an OpenClaw case whose model server is on this machine's loopback (here the stand-in on 127.0.0.1),
+the containers on the engine's default network: each run failed only after OpenClaw's retries (106 s a turn), its
+cost `?`. It now fails at once, no container started, and the summary, `claw report` and `claw query` say why and that
+it cost 0; once CLAW_OPENCLAW_NETWORK=host is set, the next build runs it (the failure is retried, not kept)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from clawstore.testing.standin import StandIn
+from tests.builder.test_build_openclaw import docker, oc, rows  # noqa: F401 - the OpenClaw campaign fixtures
+from tests.openclaw.conftest import FakeDocker
+from tests.support.claw import Claw
+from tests.support.workspace import Workspace
+
+CODE = "openclaw_endpoint_unreachable"
+
+
+def test_a_loopback_model_server_fails_each_run_at_once_and_says_the_fix(
+        oc: Workspace, claw: Claw, docker: FakeDocker, standin: StandIn,  # noqa: F811
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CLAW_OPENCLAW_NETWORK", raising=False)
+    code, out, err = claw.build("--model", "m1", "--case", "oc_a", "--output", "json")
+    assert code == 1 and "Traceback" not in err, out + err
+    assert docker.calls("run") == [] and standin.requests == []
+    row = rows(out)[("m1", "oc_a")]
+    assert row["run"] == "fail" and row["status"] == "failed", row
+    assert CODE in out + err and "CLAW_OPENCLAW_NETWORK=host" in out + err, out + err
+
+    code, query, err = claw("query", "select error_code, cost_usd, cost_source from runs", "--format", "json")
+    assert code == 0, query + err
+    assert json.loads(query) == [{"error_code": CODE, "cost_usd": 0.0, "cost_source": "priced"}], query
+
+    code, report, err = claw("report", "--suite", "main", "--run-profile", "rp")
+    assert code == 0 and CODE in report, report + err
+    line = next(ln for ln in report.splitlines() if "oc_a" in ln)
+    assert "?" not in line, report
+
+    monkeypatch.setenv("CLAW_OPENCLAW_NETWORK", "host")
+    code, out, err = claw.build("--model", "m1", "--case", "oc_a", "--output", "json")
+    assert code == 0, out + err
+    assert rows(out)[("m1", "oc_a")]["run"] == "exec" and len(docker.calls("run")) >= 1
