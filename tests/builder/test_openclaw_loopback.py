@@ -42,3 +42,24 @@ def test_a_loopback_model_server_fails_each_run_at_once_and_says_the_fix(
     code, out, err = claw.build("--model", "m1", "--case", "oc_a", "--output", "json")
     assert code == 0, out + err
     assert rows(out)[("m1", "oc_a")]["run"] == "exec" and len(docker.calls("run")) >= 1
+
+
+def test_plan_and_dry_run_warn_before_anything_runs(oc: Workspace, claw: Claw, docker: FakeDocker,  # noqa: F811
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same check on the configs and the machine's setting, no engine asked: `claw plan` and `build --dry-run`
+    say it once per endpoint; with CLAW_OPENCLAW_NETWORK=host, or an endpoint off loopback, they do not."""
+    monkeypatch.delenv("CLAW_OPENCLAW_NETWORK", raising=False)
+    for command in (("plan", "--suite", "main", "--run-profile", "rp"), ("build", "--suite", "main",
+                                                                         "--run-profile", "rp", "--dry-run")):
+        code, out, err = claw(*command)
+        assert code == 0, out + err
+        said = [line for line in err.splitlines() if line.startswith("warning:") and CODE in line]
+        assert len(said) == 1 and "CLAW_OPENCLAW_NETWORK=host" in said[0] and "m1, m2" in said[0], (command, err)
+        assert docker.calls("run") == []
+    monkeypatch.setenv("CLAW_OPENCLAW_NETWORK", "host")
+    code, out, err = claw("plan", "--suite", "main", "--run-profile", "rp")
+    assert code == 0 and CODE not in err, out + err
+    monkeypatch.delenv("CLAW_OPENCLAW_NETWORK")
+    monkeypatch.setenv("OPENROUTER_BASE_URL", "http://10.1.2.3:8000/v1")
+    code, out, err = claw("plan", "--suite", "main", "--run-profile", "rp")
+    assert code == 0 and CODE not in err, out + err

@@ -5,7 +5,9 @@ the container itself. Each turn failed only after OpenClaw's retries (106 s a tu
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
+from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 from clawstore.values.urls import shown_url
@@ -42,6 +44,11 @@ def loopback_host(base_url: str) -> str | None:
     return host if address.is_loopback or address.is_unspecified else None
 
 
+def network_setting(environ: Mapping[str, str] | None = None) -> str | None:
+    """CLAW_OPENCLAW_NETWORK, the containers' `--network` mode (None: the engine's default)."""
+    return (os.environ if environ is None else environ).get("CLAW_OPENCLAW_NETWORK") or None
+
+
 def private_loopback(network: str | None) -> bool:
     """The network mode gives the container a loopback of its own (everything but `host`, `container:…`, `ns:…`)."""
     mode = (network or "").strip()
@@ -57,4 +64,4 @@ def endpoint_problem(base_url: str, network: str | None) -> str | None:
     mode = f"network '{network}'" if network else "the engine's default network (bridge)"
     return (f"the agent's model endpoint {shown_url(base_url)} is on this machine's loopback ({host}), which a "
             f"container on {mode} cannot reach (its loopback is the container's own); set CLAW_OPENCLAW_NETWORK=host, "
-            "or give the endpoint an address of this machine that is not loopback; no container was started")
+            "or give the endpoint an address of this machine that is not loopback")

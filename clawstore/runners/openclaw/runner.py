@@ -238,7 +238,8 @@ class _Run:
         # (before the engine is asked: a provider no container could reach failed each turn after OpenClaw's retries)
         unreachable = endpoint_problem(spec.provider_base_url, self.settings.network)
         if unreachable:
-            raise _Failure("failed", RunError(ENDPOINT_UNREACHABLE, unreachable, "execution_error", retryable=True,
+            raise _Failure("failed", RunError(ENDPOINT_UNREACHABLE, f"{unreachable}; no container was started",
+                                              "execution_error", retryable=True,
                                               metadata={"network": self.settings.network}))
         problem = engine_problem(self.settings, spec.image)
         if problem:
