@@ -46,13 +46,15 @@ def test_a_loopback_model_server_fails_each_run_at_once_and_says_the_fix(
 
 def test_plan_and_dry_run_warn_before_anything_runs(oc: Workspace, claw: Claw, docker: FakeDocker,  # noqa: F811
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    """The same check on the configs and the machine's setting, no engine asked: `claw plan` and `build --dry-run`
-    say it once per endpoint; with CLAW_OPENCLAW_NETWORK=host, or an endpoint off loopback, they do not."""
+    """The same check on the configs and the machine's setting, no engine asked: `claw plan`, `build --dry-run`,
+    `status` and `explain` say it once per endpoint; with CLAW_OPENCLAW_NETWORK=host, or an endpoint off loopback,
+    they do not."""
     monkeypatch.delenv("CLAW_OPENCLAW_NETWORK", raising=False)
-    for command in (("plan", "--suite", "main", "--run-profile", "rp"), ("build", "--suite", "main",
-                                                                         "--run-profile", "rp", "--dry-run")):
+    campaign = ("--suite", "main", "--run-profile", "rp")
+    for command in (("plan", *campaign), ("build", *campaign, "--dry-run"), ("status", *campaign),
+                    ("explain", *campaign)):
         code, out, err = claw(*command)
-        assert code == 0, out + err
+        assert "Traceback" not in err, out + err
         said = [line for line in err.splitlines() if line.startswith("warning:") and CODE in line]
         assert len(said) == 1 and "CLAW_OPENCLAW_NETWORK=host" in said[0] and "m1, m2" in said[0], (command, err)
         assert docker.calls("run") == []
