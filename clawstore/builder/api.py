@@ -62,6 +62,29 @@ def _endpoint(model: ModelConfig) -> Endpoint:
     return resolve_endpoint(model.model_extra or {}, field=f"models[{model.model_id}]")
 
 
+def openclaw_reach_warnings(campaign: Campaign) -> list[str]:
+    """Each endpoint the campaign's OpenClaw runs would fail at once on (runners/openclaw/loopback.py: a server on
+    this machine's loopback, the containers on a network of their own), said before anything is sent: the same check
+    the runner makes, on the configs and CLAW_OPENCLAW_NETWORK, the engine not asked. A model whose endpoint is
+    malformed is left to the error planning it raises."""
+    if campaign.run_profile.openclaw is None or not any(c.runner_type == "openclaw" for c in campaign.items.cases):
+        return []
+    from clawstore.errors import ConfigError
+    from clawstore.runners.openclaw.loopback import ENDPOINT_UNREACHABLE, endpoint_problem, network_setting
+
+    network = network_setting()
+    by_problem: dict[str, list[str]] = {}
+    for model in campaign.items.models:
+        try:
+            problem = endpoint_problem(_endpoint(model).base_url, network)
+        except ConfigError:
+            continue
+        if problem is not None:
+            by_problem.setdefault(problem, []).append(model.model_id)
+    return [f"models {', '.join(ids)}: each OpenClaw run would fail at once ({ENDPOINT_UNREACHABLE}): {problem}"
+            for problem, ids in by_problem.items()]
+
+
 def plan_campaign(campaign: Campaign, store: Store) -> list[Node]:
     """Run nodes of the campaign, each with its key and endpoint."""
     return _plan_runs(campaign, store)[0]

@@ -218,13 +218,13 @@ class Project:
     @functools.cached_property
     def campaign(self) -> Campaign:
         """The campaign the request names, its configs loaded (the cyclic collector paused: builder/cyclic_gc.py)."""
-        from clawstore.builder.api import load_campaign
+        from clawstore.builder.api import load_campaign, openclaw_reach_warnings
         from clawstore.builder.cyclic_gc import collector_paused
 
         with collector_paused():
             campaign = load_campaign(self.request, self._parsed)
         self._parsed.loaded(writes=not self.absent_empty)  # (a command that only reads writes none)
-        for warning in campaign.warnings:
+        for warning in (*campaign.warnings, *openclaw_reach_warnings(campaign)):
             self.say(f"warning: {warning}")
         return campaign
 

@@ -24,6 +24,7 @@ def docker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeDock
     fake = FakeDocker(str(cli), tmp_path / "fake-state", tmp_path / "scenario.json")
     monkeypatch.setenv("FAKE_DOCKER_STATE", str(fake.state))
     monkeypatch.setenv("FAKE_DOCKER_SCENARIO", str(fake.scenario_path))
+    monkeypatch.setenv("CLAW_OPENCLAW_NETWORK", "host")  # (the stand-in is on 127.0.0.1: runners/openclaw/loopback.py)
     fake.script(images={FAKE_IMAGE: {"Id": FAKE_ID}},
                 turns=[{"write": {"report.md": "# Report\nAll done.\n"}, "payload": payload("Wrote report.md")}])
     yield fake

@@ -42,7 +42,8 @@ def cluster(nodes_docker: FakeDocker) -> Iterator[RayCluster]:
     reason = ray_available()
     if reason:
         pytest.fail(reason) if os.environ.get("CI") == "true" else pytest.skip(reason)
-    with ray_cluster({"OPENROUTER_API_KEY": SECRET, "FAKE_DOCKER_STATE": str(nodes_docker.state),
+    with ray_cluster({"OPENROUTER_API_KEY": SECRET, "CLAW_OPENCLAW_NETWORK": "host",  # (the stand-in: 127.0.0.1)
+                      "FAKE_DOCKER_STATE": str(nodes_docker.state),
                       "FAKE_DOCKER_SCENARIO": str(nodes_docker.scenario_path)}) as running:
         yield running
 

@@ -82,8 +82,11 @@ def fake_docker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeDocker:
     monkeypatch.setenv("FAKE_DOCKER_STATE", str(state))
     monkeypatch.setenv("FAKE_DOCKER_SCENARIO", str(fake.scenario_path))
     monkeypatch.setenv(KEY_ENV, SECRET)
-    for name in ("CLAW_OPENCLAW_NETWORK", "CLAW_OPENCLAW_PULL", "CLAW_OPENCLAW_USER", "CLAW_OPENCLAW_ENV_ALLOW"):
+    for name in ("CLAW_OPENCLAW_PULL", "CLAW_OPENCLAW_USER", "CLAW_OPENCLAW_ENV_ALLOW"):
         monkeypatch.delenv(name, raising=False)
+    # The fake's agent runs on this machine and its specs name the stand-in on 127.0.0.1, as a real engine's containers
+    # on the host network reach it (runners/openclaw/loopback.py refuses a loopback endpoint on a network of their own).
+    monkeypatch.setenv("CLAW_OPENCLAW_NETWORK", "host")
     fake.script()
     return fake
 

@@ -20,6 +20,7 @@ from clawstore.host import bounded_output
 from clawstore.host.run_limits import MAX_OUTPUT_BYTES
 from clawstore.host.scratch import remove_tree
 from clawstore.runners.openclaw.config import CONTAINER_KEY_ENV
+from clawstore.runners.openclaw.loopback import network_setting
 from clawstore.values.key_shapes import KEY_SHAPES
 from clawstore.values.urls import secrets_in_url, shown_url
 
@@ -55,7 +56,7 @@ class EngineSettings:
         if user is None and hasattr(os, "getuid"):
             user = f"{os.getuid()}:{os.getgid()}"
         extra = tuple(n.strip() for n in env.get("CLAW_OPENCLAW_ENV_ALLOW", "").split(",") if n.strip())
-        return cls(docker_cli=docker_cli, network=env.get("CLAW_OPENCLAW_NETWORK") or None,
+        return cls(docker_cli=docker_cli, network=network_setting(env),
                    pull=env.get("CLAW_OPENCLAW_PULL") or "never", user=user or None, extra_env=extra,
                    memory=_limit(env, "CLAW_OPENCLAW_MEMORY", DEFAULT_MEMORY),
                    pids_limit=_limit(env, "CLAW_OPENCLAW_PIDS_LIMIT", DEFAULT_PIDS_LIMIT),

@@ -32,6 +32,7 @@ from clawstore.runners.openclaw.container import (
     secret_values,
 )
 from clawstore.runners.openclaw.image import engine_name
+from clawstore.runners.openclaw.loopback import ENDPOINT_UNREACHABLE, endpoint_problem
 from clawstore.runners.openclaw.orphans import owner_labels
 from clawstore.runners.openclaw.prompt import render_turns
 from clawstore.runners.openclaw.workspace import (
@@ -234,6 +235,12 @@ class _Run:
     # --- execution --------------------------------------------------------------------------
     def execute(self, texts: list[str], env: dict[str, str]) -> None:
         spec = self.spec
+        # (before the engine is asked: a provider no container could reach failed each turn after OpenClaw's retries)
+        unreachable = endpoint_problem(spec.provider_base_url, self.settings.network)
+        if unreachable:
+            raise _Failure("failed", RunError(ENDPOINT_UNREACHABLE, f"{unreachable}; no container was started",
+                                              "execution_error", retryable=True,
+                                              metadata={"network": self.settings.network}))
         problem = engine_problem(self.settings, spec.image)
         if problem:
             raise _Failure("failed", RunError("openclaw_engine_unavailable", problem, "execution_error",
