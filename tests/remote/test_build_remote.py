@@ -18,7 +18,7 @@ from clawstore.testing.standin import StandIn
 from tests.config.workspace_builder import claw
 from tests.faults.helpers import head_nodes
 from tests.support.judging import JUDGE, eval_profile, judge_reply
-from tests.support.prepared import claw_here, ok_here
+from tests.support.prepared import claw_real_or_here, ok_here
 from tests.support.storefiles import lose_object
 from tests.support.workspace import SECRET, Workspace, write_yaml
 
@@ -236,11 +236,7 @@ def test_a_remote_url_nobody_can_reach_is_refused_before_anything_is_written(tmp
     for command, url, real in (("build", "ftp://host/runs", True), ("build", "s3:///no-bucket", False),
                                ("plan", "ftp://host/runs", False), ("plan", "s3:///no-bucket", True)):
         args = (command, "--suite", "main", "--run-profile", "rp", "--remote", url)
-        if real:
-            done = claw(*args, cwd=a.root)
-            code, err = done.returncode, done.stderr
-        else:
-            code, _, err = claw_here(*args, cwd=a.root)
+        code, _, err = claw_real_or_here(*args, cwd=a.root, real=real)
         assert code == 2 and len(err.strip().splitlines()) == 1, err
         assert url in err and "Traceback" not in err
     assert not (a.root / "store").exists()

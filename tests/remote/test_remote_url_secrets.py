@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.config.workspace_builder import claw
-from tests.support.prepared import claw_here
+from tests.support.prepared import claw_real_or_here
 from tests.support.workspace import Workspace, one_case
 
 SECRET = "wJalrXUtnFEMI-K7MDENG-remote-url-secret"
@@ -46,11 +45,7 @@ def _files(root: Path) -> dict[str, bytes]:
 def _refused(command: tuple[str, ...], cwd: Path, real: bool) -> str:
     """`claw COMMAND` in `cwd`, by a real process if `real`, else in this one: refused in one line, exit 2, the secret
     not in its output; its stderr."""
-    if real:
-        done = claw(*command, cwd=cwd)
-        code, out, err = done.returncode, done.stdout, done.stderr
-    else:
-        code, out, err = claw_here(*command, cwd=cwd)
+    code, out, err = claw_real_or_here(*command, cwd=cwd, real=real)
     assert code == 2, out + err
     assert len(err.strip().splitlines()) == 1 and err.startswith("claw: error: "), err
     assert SECRET not in out + err and "Traceback" not in err, err

@@ -29,6 +29,18 @@ def claw_here(*args: str, cwd: Path, keep_store: bool = False) -> tuple[int, str
     return result.exit_code, result.stdout, result.stderr
 
 
+def claw_real_or_here(*args: str, cwd: Path, real: bool) -> tuple[int, str, str]:
+    """`claw ARGS` in `cwd` (CLAW_STORE unset), by a real child process when `real` (tests/config/workspace_builder.py
+    `claw`), else in this process: exit code, stdout, stderr. For a refusal several commands or inputs share: each
+    command and input printed once by a real process, the others through the same front here."""
+    if not real:
+        return claw_here(*args, cwd=cwd)
+    from tests.config.workspace_builder import claw
+
+    done = claw(*args, cwd=cwd)
+    return done.returncode, done.stdout, done.stderr
+
+
 def ok_here(*args: str, cwd: Path) -> str:
     """`claw ARGS` in this process; it succeeded and showed no secret: its stdout."""
     code, out, err = claw_here(*args, cwd=cwd)
