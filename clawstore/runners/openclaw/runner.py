@@ -4,6 +4,7 @@ Differences from the reference system, on purpose: docs/openclaw.md (Details by 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import tempfile
@@ -35,6 +36,7 @@ from clawstore.runners.openclaw.image import engine_name
 from clawstore.runners.openclaw.loopback import ENDPOINT_UNREACHABLE, endpoint_problem
 from clawstore.runners.openclaw.orphans import owner_labels
 from clawstore.runners.openclaw.prompt import render_turns
+from clawstore.runners.openclaw.watchdog import watching
 from clawstore.runners.openclaw.workspace import (
     STANDARD_FILES,
     changed_paths,
@@ -255,15 +257,18 @@ class _Run:
             if _through_file(text):
                 (self.root / "turns").mkdir(exist_ok=True)
                 (self.root / "turns" / _message_file(index)).write_text(text, encoding="utf-8")
-        try:
-            self._validate(runner, deadline)
-            for index, text in enumerate(texts):
-                self._turn(runner, index, len(texts), text, deadline)
-        finally:
-            self.invocations = runner.invocations
-            leftovers = runner.cleanup()
-            if leftovers:
-                self.trace.runner("containers_removed", None, {"names": leftovers})
+        # A build's watchdog (one for all its runs in flight) removes them if this process dies before the cleanup
+        # below (watchdog.py).
+        with watching(str(self.store.root.resolve()), self.build_id) if self.build_id else contextlib.nullcontext():
+            try:
+                self._validate(runner, deadline)
+                for index, text in enumerate(texts):
+                    self._turn(runner, index, len(texts), text, deadline)
+            finally:
+                self.invocations = runner.invocations
+                leftovers = runner.cleanup()
+                if leftovers:
+                    self.trace.runner("containers_removed", None, {"names": leftovers})
 
     def _validate(self, runner: ContainerRunner, deadline: float) -> None:
         remaining = deadline - time.monotonic()

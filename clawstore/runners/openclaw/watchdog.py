@@ -1,0 +1,114 @@
+"""A process that outlives a build and removes its OpenClaw containers the moment the build dies (SIGKILL, the OOM
+killer, a CI cancel), not at OpenClaw's own timeout or the next sweep. When and how: docs/openclaw.md (Details by
+module)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+NAME = "claw-watchdog"  # its $0: what `ps` shows
+# It waits for a line on the pipe whose write end only the build holds: "done" (a normal end) and it exits without
+# asking the engine; end of file without it (the kernel closed the write end: the build died) and it becomes the
+# Python process below, which removes the containers. A shell: ~1 ms to start, where Python and its imports take
+# 55-110 ms, paid for every build; Python's only once a build was killed (docs/scale/building.md, Session 80).
+SCRIPT = 'IFS= read -r line; [ "$line" = done ] || exec "$@"'
+DONE = b"done\n"
+LEASE_GONE_S = 10.0  # how long the build's lease may outlive the end of file: the kernel closes its files in turn
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
+
+
+class _Watched:
+    def __init__(self, write_fd: int, proc: subprocess.Popen[bytes]):
+        self.write_fd, self.proc, self.runs = write_fd, proc, 0
+
+
+_lock = threading.Lock()
+_watched: dict[tuple[str, ...], _Watched] = {}
+_told: list[subprocess.Popen[bytes]] = []  # watchdogs told done, reaped as they exit
+
+
+@contextlib.contextmanager
+def watching(store_root: str, build_id: str) -> Iterator[None]:
+    """While the block runs, a watchdog removes the containers of build `build_id` (labelled with it, found through
+    its records in the store at `store_root`: orphans.stop_orphans) if this process dies. One per build however many
+    of its runs are in flight; the last run out tells it done."""
+    key = (store_root, build_id)
+    with _lock:
+        entry = _watched.get(key)
+        if entry is None:
+            entry = _watched[key] = _start(key)
+        entry.runs += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            entry.runs -= 1
+            if entry.runs == 0:
+                del _watched[key]
+                _done(entry)
+
+
+def _start(sweep: tuple[str, str]) -> _Watched:
+    _told[:] = [proc for proc in _told if proc.poll() is None]
+    read, write = os.pipe()  # (both ends close-on-exec: no `docker run` or other child inherits the write end)
+    try:
+        proc = subprocess.Popen(
+            ["/bin/sh", "-c", SCRIPT, NAME, sys.executable, "-m", __name__, *sweep], stdin=read,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_environment(), close_fds=True,
+            start_new_session=True)  # (a Ctrl-C or a kill of the build's process group leaves it)
+    except BaseException:
+        os.close(write)
+        raise
+    finally:
+        os.close(read)
+    return _Watched(write, proc)
+
+
+def _done(entry: _Watched) -> None:
+    with contextlib.suppress(OSError):  # (a watchdog killed meanwhile: nothing to tell)
+        os.write(entry.write_fd, DONE)
+    os.close(entry.write_fd)
+    _told.append(entry.proc)  # (not waited for: it exits on its own)
+
+
+def _environment() -> dict[str, str]:
+    """This process's environment (the CLI's engine as the runs used it: DOCKER_HOST, a podman's XDG_RUNTIME_DIR)
+    without anything named like a secret but the engine's own variables, and with this clawstore first on the path."""
+    from clawstore.runners.openclaw.container import ENGINE_VARS
+
+    env = {k: v for k, v in os.environ.items() if k in ENGINE_VARS or not _SECRET_NAME.search(k)}
+    here = str(Path(__file__).resolve().parents[3])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (here, env.get("PYTHONPATH")) if p)
+    return env
+
+
+# --- the watchdog, once the build died ----------------------------------------------------------------------------
+def sweep(root: Path, build_id: str) -> None:
+    """stop_orphans for this build, as the next build would: its record names the CLI and engine, and is removed once
+    the engine answered (a `claw status` then says nothing ran on). Only once its lease is let go: the kernel may
+    close the build's pipe before its lease's file."""
+    from clawstore.runners.openclaw.orphans import BUILD_LEASE, stop_orphans
+    from clawstore.store import Store
+
+    if not (root / "containers").is_dir():  # (a store removed since: nothing to do, and nothing to make)
+        return
+    store = Store(root, create=False)
+    deadline = time.monotonic() + LEASE_GONE_S
+    while any(lease.alive and lease.purpose == BUILD_LEASE + build_id for lease in store.list_leases()):
+        if time.monotonic() > deadline:
+            return  # (alive after all: not ours to stop; the next build or gc decides)
+        time.sleep(0.05)
+    stop_orphans(store, build_id)
+
+
+if __name__ == "__main__":
+    with contextlib.suppress(Exception):  # (nobody reads its output: the next build or gc is the backstop)
+        sweep(Path(sys.argv[1]), sys.argv[2])
