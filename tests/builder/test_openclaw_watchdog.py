@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from clawstore.host.durable import process_alive
+from clawstore.runners.openclaw.watchdog import watching
 from tests.builder.test_build_openclaw import docker, oc  # noqa: F401 - fixtures, taken through `fake`
 from tests.builder.test_openclaw_orphans import SLOW, _container_pids, _wait_for_turn, fake  # noqa: F401 - `fake`
 from tests.openclaw.conftest import FAKE_ID, FAKE_IMAGE, FakeDocker, payload
@@ -70,7 +71,7 @@ def test_a_build_that_ends_tells_its_watchdog_done_and_it_asks_no_engine(
     store = Path(env["CLAW_STORE"])
     fake.script(images={FAKE_IMAGE: {"Id": FAKE_ID}}, turns=[{"sleep": 1, "payload": payload("ok")}])
     build = reap(claw.popen(*BUILD))
-    watchdog = wait_for_watchdog(store)
+    watchdog = wait_for_watchdog(store, build.pid)
     pipe = os.readlink(f"/proc/{watchdog}/fd/0")
     assert pipe.startswith("pipe:"), pipe
     name = _wait_for_turn(fake, build)
@@ -82,3 +83,21 @@ def test_a_build_that_ends_tells_its_watchdog_done_and_it_asks_no_engine(
     assert _until(lambda: not process_alive(watchdog, 0)) is not None, "the watchdog did not end with its build"
     assert fake.calls("rm") == []
     assert [c for c in fake.calls("ps") if c["filter"].startswith("clawstore.openclaw.build")] == []
+
+
+@pytest.mark.parametrize("left_by", [KeyboardInterrupt, SystemExit, RuntimeError])
+def test_a_run_left_by_an_interrupt_has_its_watchdog_sweep_and_one_left_by_an_error_tells_it_done(
+        docker: FakeDocker, left_by: type[BaseException]) -> None:  # noqa: F811 - the fixture
+    """An interrupt (a Ray worker told to exit as its driver died, a Ctrl-C) cuts a run's cleanup short: the CLI it
+    starts may be killed with the worker, and the worker's container ran on, its watchdog told done (seen in two of four
+    runs of tests/distributed/test_ray_openclaw.py, its killed driver's test). So the watchdog sweeps then, as
+    after a SIGKILL; a run's error (a timeout, a refusal: its cleanup ran) tells it done."""
+    label = f"clawstore.openclaw.attempt=test-{left_by.__name__}"
+    with pytest.raises(left_by), watching("label", docker.cli, label):
+        raise left_by()
+    if left_by is RuntimeError:
+        # (the watchdog exits at once on "done"; a sweep would start Python and ask the engine)
+        assert _until(lambda: not watchdogs(docker.cli)) is not None
+        assert docker.calls("ps") == []
+    else:
+        assert _until(lambda: [c["filter"] for c in docker.calls("ps")] == [label]) is not None, docker.calls()

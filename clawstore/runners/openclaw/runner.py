@@ -257,9 +257,11 @@ class _Run:
             if _through_file(text):
                 (self.root / "turns").mkdir(exist_ok=True)
                 (self.root / "turns" / _message_file(index)).write_text(text, encoding="utf-8")
-        # A build's watchdog (one for all its runs in flight) removes them if this process dies before the cleanup
-        # below (watchdog.py).
-        with watching(str(self.store.root.resolve()), self.build_id) if self.build_id else contextlib.nullcontext():
+        # A watchdog removes them if this process dies before the cleanup below (watchdog.py): the build's (one for
+        # all its runs in flight), or on a Ray node the attempt's (`labels`: its label).
+        sweep = ("build", str(self.store.root.resolve()), self.build_id) if self.build_id else \
+            ("label", self.settings.docker_cli, self.labels[0]) if self.labels else None
+        with watching(*sweep) if sweep else contextlib.nullcontext():
             try:
                 self._validate(runner, deadline)
                 for index, text in enumerate(texts):

@@ -17,66 +17,83 @@ from pathlib import Path
 NAME = "claw-watchdog"  # its $0: what `ps` shows
 # It waits for a line on the pipe whose write end only the build holds: "done" (a normal end) and it exits without
 # asking the engine; end of file without it (the kernel closed the write end: the build died) and it becomes the
-# Python process below, which removes the containers. A shell: ~1 ms to start, where Python and its imports take
-# 55-110 ms, paid for every build; Python's only once a build was killed (docs/scale/building.md, Session 80).
-SCRIPT = 'IFS= read -r line; [ "$line" = done ] || exec "$@"'
+# Python process below, which removes the containers. It runs in the background of the shell started, which exits at
+# once: no child of the build's process (a Ray worker's children are killed with it). A shell: ~1 ms to start, where
+# Python and its imports take 55-110 ms, paid for every build; Python's only once a build was killed
+# (docs/scale/building.md, Session 80).
+SCRIPT = 'exec 3<&0; (IFS= read -r line <&3; [ "$line" = done ] || exec "$@") &'
 DONE = b"done\n"
 LEASE_GONE_S = 10.0  # how long the build's lease may outlive the end of file: the kernel closes its files in turn
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
 
 
 class _Watched:
-    def __init__(self, write_fd: int, proc: subprocess.Popen[bytes]):
-        self.write_fd, self.proc, self.runs = write_fd, proc, 0
+    def __init__(self, write_fd: int | None):
+        self.write_fd, self.runs = write_fd, 0  # (None: it could not be started)
+        self.interrupted = False  # a run was left by SystemExit or KeyboardInterrupt: its cleanup may not have run
 
 
 _lock = threading.Lock()
-_watched: dict[tuple[str, ...], _Watched] = {}
-_told: list[subprocess.Popen[bytes]] = []  # watchdogs told done, reaped as they exit
+_watched: dict[tuple[str, ...], _Watched] = {}  # by sweep
 
 
 @contextlib.contextmanager
-def watching(store_root: str, build_id: str) -> Iterator[None]:
-    """While the block runs, a watchdog removes the containers of build `build_id` (labelled with it, found through
-    its records in the store at `store_root`: orphans.stop_orphans) if this process dies. One per build however many
-    of its runs are in flight; the last run out tells it done."""
-    key = (store_root, build_id)
+def watching(*sweep: str) -> Iterator[None]:
+    """While the block runs, a watchdog removes the containers `sweep` names if this process dies: `"build", <store>,
+    <build id>`, a build's (labelled with it, found through its records in the store: orphans.stop_orphans), or
+    `"label", <cli>, <key=value>`, a label's (a Ray attempt's, on its node: orphans.stop_labelled). One per sweep
+    however many runs share it (a build's in flight); the last run out tells it done, unless a run was left by an
+    interrupt (a Ray worker told to exit, a Ctrl-C): its cleanup may have been cut short (the CLI it started killed
+    with the worker), so the watchdog sweeps, as it would after a SIGKILL."""
     with _lock:
-        entry = _watched.get(key)
+        entry = _watched.get(sweep)
         if entry is None:
-            entry = _watched[key] = _start(key)
+            entry = _watched[sweep] = _start(sweep)
         entry.runs += 1
     try:
         yield
+    except Exception:
+        raise
+    except BaseException:
+        entry.interrupted = True
+        raise
     finally:
         with _lock:
             entry.runs -= 1
             if entry.runs == 0:
-                del _watched[key]
-                _done(entry)
+                del _watched[sweep]
+                _end(entry)
 
 
-def _start(sweep: tuple[str, str]) -> _Watched:
-    _told[:] = [proc for proc in _told if proc.poll() is None]
-    read, write = os.pipe()  # (both ends close-on-exec: no `docker run` or other child inherits the write end)
+def _start(sweep: tuple[str, ...]) -> _Watched:
+    """The watchdog started, or none where it cannot be (no process or pipe to be had: the runs go on, the next
+    build or gc is the backstop, as before session 80)."""
+    try:
+        read, write = os.pipe()  # (both ends close-on-exec: no `docker run` or other child inherits the write end)
+    except OSError:
+        return _Watched(None)
     try:
         proc = subprocess.Popen(
             ["/bin/sh", "-c", SCRIPT, NAME, sys.executable, "-m", __name__, *sweep], stdin=read,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_environment(), close_fds=True,
             start_new_session=True)  # (a Ctrl-C or a kill of the build's process group leaves it)
-    except BaseException:
+    except OSError:
         os.close(write)
-        raise
+        return _Watched(None)
     finally:
         os.close(read)
-    return _Watched(write, proc)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=5)  # (the shell, gone once it started the watchdog in its background)
+    return _Watched(write)
 
 
-def _done(entry: _Watched) -> None:
-    with contextlib.suppress(OSError):  # (a watchdog killed meanwhile: nothing to tell)
-        os.write(entry.write_fd, DONE)
+def _end(entry: _Watched) -> None:
+    if entry.write_fd is None:
+        return
+    if not entry.interrupted:
+        with contextlib.suppress(OSError):  # (a watchdog killed meanwhile: nothing to tell)
+            os.write(entry.write_fd, DONE)
     os.close(entry.write_fd)
-    _told.append(entry.proc)  # (not waited for: it exits on its own)
 
 
 def _environment() -> dict[str, str]:
@@ -91,9 +108,19 @@ def _environment() -> dict[str, str]:
 
 
 # --- the watchdog, once the build died ----------------------------------------------------------------------------
-def sweep(root: Path, build_id: str) -> None:
+def sweep(argv: list[str]) -> None:
+    if argv[:1] == ["build"] and len(argv) == 3:
+        _sweep_build(Path(argv[1]), argv[2])
+    elif argv[:1] == ["label"] and len(argv) == 3:
+        from clawstore.runners.openclaw.container import EngineSettings
+        from clawstore.runners.openclaw.orphans import stop_labelled
+
+        stop_labelled(EngineSettings(docker_cli=argv[1]), argv[2])  # (the engine of its environment: the run's)
+
+
+def _sweep_build(root: Path, build_id: str) -> None:
     """stop_orphans for this build, as the next build would: its record names the CLI and engine, and is removed once
-    the engine answered (a `claw status` then says nothing ran on). Only once its lease is let go: the kernel may
+    the engine answered (a `claw status` then says nothing runs on). Only once its lease is let go: the kernel may
     close the build's pipe before its lease's file."""
     from clawstore.runners.openclaw.orphans import BUILD_LEASE, stop_orphans
     from clawstore.store import Store
@@ -111,4 +138,4 @@ def sweep(root: Path, build_id: str) -> None:
 
 if __name__ == "__main__":
     with contextlib.suppress(Exception):  # (nobody reads its output: the next build or gc is the backstop)
-        sweep(Path(sys.argv[1]), sys.argv[2])
+        sweep(sys.argv[1:])
