@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -22,10 +23,10 @@ from tests.support.reaped import Reap
 from tests.support.watchdogs import wait_for_watchdog, watchdogs
 
 BUILD = ("build", "--suite", "main", "--run-profile", "rp", "--model", "m1", "--case", "oc_a")
-PATIENCE_S = 60.0  # (a bound, never a wait: ~0.3 s at load 0; the sweep starts Python and asks the engine)
+PATIENCE_S = 60.0  # (a bound, never a wait: 0.2-0.4 s at load 3.5; the sweep starts Python and asks the engine)
 
 
-def _until(done, within: float = PATIENCE_S) -> float | None:
+def _until(done: Callable[[], object], within: float = PATIENCE_S) -> float | None:
     """Seconds until `done()` held, None if it did not within `within`."""
     began = time.monotonic()
     while time.monotonic() - began < within:

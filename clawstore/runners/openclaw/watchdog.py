@@ -18,9 +18,9 @@ NAME = "claw-watchdog"  # its $0: what `ps` shows
 # It waits for a line on the pipe whose write end only the build holds: "done" (a normal end) and it exits without
 # asking the engine; end of file without it (the kernel closed the write end: the build died) and it becomes the
 # Python process below, which removes the containers. It runs in the background of the shell started, which exits at
-# once: no child of the build's process (a Ray worker's children are killed with it). A shell: ~1 ms to start, where
-# Python and its imports take 55-110 ms, paid for every build; Python's only once a build was killed
-# (docs/scale/building.md, Session 80).
+# once: no child of the build's process (a Ray worker's children are killed with it). A shell: ~4 ms of the build's
+# time (1 ms of CPU) to start, where Python and its imports take 55-110 ms, paid for every build; Python's only once a
+# build was killed (docs/scale/building.md, Session 80).
 SCRIPT = 'exec 3<&0; (IFS= read -r line <&3; [ "$line" = done ] || exec "$@") &'
 DONE = b"done\n"
 LEASE_GONE_S = 10.0  # how long the build's lease may outlive the end of file: the kernel closes its files in turn
