@@ -215,3 +215,28 @@ client.close()
     found = json.loads(done.stdout.splitlines()[-1])
     assert found["stopped"] == [] and len(found["unstopped"]) == found["nodes"] == 2, found
     assert all("its container engine did not answer" in line and "not found" in line for line in found["unstopped"])
+
+
+def test_a_driver_whose_engine_lacks_the_image_refuses_before_it_asks_the_cluster(tmp_path: Path) -> None:
+    """The driver resolves each run's image digest: where its engine cannot show the image, `--executor ray` is refused
+    as a local build is (builder/engine_ready.py), before the cluster is asked (here none answers: before session 80
+    the build went on to it, and a cluster would have run them keyed with no digest)."""
+    from clawstore.builder.buildlog import head_ref
+    from tests.distributed.test_ray_build import _closed_port, need_ray
+
+    need_ray()
+    driver = _fake(tmp_path / "driver-engine")
+    ws = _workspace(tmp_path / "ws", driver.cli)
+    _build(ws, driver)  # locally, with the image: the store and the campaign's head made
+    head = Store(ws.root / "store").get_ref(head_ref("main__rp__none"))
+    driver.script(images={}, turns=TURNS)
+    env = {k: v for k, v in os.environ.items() if k != "CLAW_STORE"}
+    env.update({"OPENROUTER_API_KEY": SECRET, "FAKE_DOCKER_STATE": str(driver.state),
+                "FAKE_DOCKER_SCENARIO": str(driver.scenario_path)})
+    done = subprocess.run([sys.executable, "-m", "clawstore.cli", "build", "--suite", "main", "--run-profile", "rp",
+                           "--executor", "ray", "--ray-address", f"127.0.0.2:{_closed_port()}"], cwd=ws.root,
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stdout + done.stderr
+    refused = "claw: error: configs/run_profiles/rp.yaml: openclaw.image: the build's OpenClaw runs cannot start: "
+    assert done.stderr.splitlines()[-1].startswith(refused), done.stderr
+    assert Store(ws.root / "store").get_ref(head_ref("main__rp__none")) == head
