@@ -235,3 +235,25 @@ def test_claw_gc_keeps_what_was_validated_and_fsck_finds_nothing_wrong(make_spec
     assert done.returncode == 0, done.stdout + done.stderr
     second = run(make_spec, store, tmp_path, agent_tree=agent_workspace_tree(store, make_spec().agent_dir))
     assert validations(fake_docker) == 1 and validated_events(second)[0]["cached"] is True
+
+
+def test_a_root_entry_it_cannot_key_means_no_key_not_a_failed_run(tmp_path):
+    """A pipe, or a name no UTF-8 spells (neither is anything a run writes before its validate): no key, validated as
+    before, never an exception out of the run."""
+    from clawstore.runners.openclaw.container import EngineSettings
+    from clawstore.runners.openclaw.runner import VALIDATE_ARGV
+    from clawstore.runners.openclaw.validated import validation_key
+
+    root = tmp_path / "root"
+    (root / "workspace").mkdir(parents=True)
+    (root / "openclaw.json").write_text("{}")
+
+    def key() -> str | None:
+        return validation_key(FAKE_IMAGE, "sha256:" + "ab" * 32, EngineSettings(), VALIDATE_ARGV, {}, root)
+
+    assert key() is not None
+    os.mkfifo(root / "workspace" / "pipe")
+    assert key() is None
+    (root / "workspace" / "pipe").unlink()
+    (root / "workspace" / os.fsdecode(b"caf\xe9.txt")).write_text("x")
+    assert key() is None

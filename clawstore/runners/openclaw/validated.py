@@ -51,7 +51,10 @@ def validation_key(image: str, image_digest: str | None, settings: EngineSetting
     the provider key is one). The mounted root is read whole, its workspace included."""
     if not image_digest:
         return None
-    listing = root_listing(root)
+    try:
+        listing = root_listing(root)
+    except (OSError, ValueError):  # (a file it cannot read, a name no UTF-8 spells: validated as before)
+        return None
     if listing is None:
         return None
     names = {*PROXY_VARS, *settings.extra_env, CONTAINER_KEY_ENV, *OPENCLAW_ENV, *env}
@@ -69,7 +72,10 @@ def validation_key(image: str, image_digest: str | None, settings: EngineSetting
         "fixed_env": dict(OPENCLAW_ENV),  # (claw's own constants, no secret)
         "root": listing,
     }
-    return blake3.blake3(canonical_json(doc)).hexdigest()
+    try:
+        return blake3.blake3(canonical_json(doc)).hexdigest()
+    except ValueError:
+        return None
 
 
 def root_listing(root: Path) -> list[list[Any]] | None:
