@@ -1,6 +1,6 @@
 """Configs `openclaw config validate` accepted, remembered in the store (`validated/<64 hex>.json`): a run whose
-validate container would see exactly what an accepted one saw skips it (2-5 s of a core each, once per run before).
-What the key covers, why, and how far an entry is trusted: docs/openclaw.md (Details by module)."""
+validate container would see exactly what an accepted one saw skips it (2-5 s of wall, ~2 s of a core, which every
+run paid before). What the key covers, why, and how far an entry is trusted: docs/openclaw.md (Details by module)."""
 
 from __future__ import annotations
 
