@@ -130,15 +130,21 @@ def test_anything_the_validate_container_sees_changed_validates_again(make_spec,
     assert validations(fake_docker) == 2
 
 
-def test_no_image_digest_remembers_nothing(make_spec, fake_docker, store, tmp_path):
-    """A tag alone names no content: the image behind it may change between two runs."""
+def test_no_image_digest_remembers_nothing(make_spec, fake_docker, store, tmp_path, monkeypatch):
+    """A tag alone names no content: the image behind it may change between two runs (as it may under
+    CLAW_OPENCLAW_PULL=always, the registry's image pulled at each `docker run`, whatever digest was planned)."""
     fake_docker.script(turns=[{"payload": payload("done")}])
     run(make_spec, store, tmp_path, image_digest=None)
     run(make_spec, store, tmp_path, image_digest=None)
     assert validations(fake_docker) == 2 and entries(store) == []
+    with monkeypatch.context() as pulling:
+        pulling.setenv("CLAW_OPENCLAW_PULL", "always")
+        run(make_spec, store, tmp_path)
+        run(make_spec, store, tmp_path)
+    assert validations(fake_docker) == 4 and entries(store) == []
     run(make_spec, store, tmp_path)
     run(make_spec, store, tmp_path)  # (with its digest: remembered)
-    assert validations(fake_docker) == 3
+    assert validations(fake_docker) == 5
 
 
 @pytest.mark.parametrize("refusal", [

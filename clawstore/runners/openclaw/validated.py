@@ -46,10 +46,11 @@ class Remembered:
 def validation_key(image: str, image_digest: str | None, settings: EngineSettings, argv: Sequence[str],
                    env: Mapping[str, str], root: Path) -> str | None:
     """The BLAKE3 of everything the validate container can see or depend on, or None when it cannot be known (no
-    image digest: a tag alone names no content; an entry of the mounted root that is not a file, directory or link).
+    image digest: a tag alone names no content, nor does it under `CLAW_OPENCLAW_PULL=always`, which runs what the
+    registry holds then; an entry of the mounted root that is not a file, directory or link).
     `env`: the container's environment, of which only the names enter, each with whether it is set (never a value:
     the provider key is one). The mounted root is read whole, its workspace included."""
-    if not image_digest:
+    if not image_digest or settings.pull == "always":
         return None
     try:
         listing = root_listing(root)
