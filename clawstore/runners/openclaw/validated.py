@@ -38,7 +38,7 @@ _CHUNK = 1 << 20
 
 @dataclass(frozen=True)
 class Remembered:
-    """An accepted validation: when its container ran, how long it took (None: the entry does not say)."""
+    """An accepted validation: how long its container took (None: the entry does not say)."""
 
     duration_s: float | None
 
