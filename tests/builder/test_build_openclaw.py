@@ -244,3 +244,21 @@ def test_claw_query_counts_the_tool_calls_an_openclaw_agent_reported(oc: Workspa
     code, out, err = claw("query", "select distinct tool_calls from runs", "--format", "json")
     assert code == 0, err
     assert json.loads(out) == [{"tool_calls": 2}], out
+
+
+def test_a_build_validates_each_agent_and_models_config_once_and_a_forced_one_none(
+        oc: Workspace, claw: Claw, docker: FakeDocker, standin: StandIn) -> None:
+    """Two cases for basic_agent and one for writer_agent, one model, one run at a time: two validations, not three
+    (runners/openclaw/validated.py); `--force` runs all three again and validates none of them."""
+    oc_case(oc, "oc_c", "Create report.md about plums.")
+    oc.edit("run_profiles/rp.yaml", lambda d: d["execution_policy"].update(max_concurrency=1))
+
+    def validations() -> int:
+        return sum(1 for c in docker.calls("run") if c["container_argv"][:3] == ["openclaw", "config", "validate"])
+
+    code, out, err = claw.build("--output", "json", "--model", "m1")
+    assert code == 0 and {r["run"] for r in rows(out).values()} == {"exec"} and len(rows(out)) == 3, out + err
+    assert validations() == 2 and len(docker.calls("agent")) == 3
+    code, out, err = claw.build("--output", "json", "--model", "m1", "--force")
+    assert code == 0 and {r["run"] for r in rows(out).values()} == {"exec"}, out + err
+    assert validations() == 2 and len(docker.calls("agent")) == 6
