@@ -14,11 +14,12 @@ from typing import Any
 
 from selenium.webdriver.common.by import By
 
-from clawstore.testing.standin import StandIn
+from clawstore.testing.standin import StandIn, text
 from tests.hostile.attack import run_claw
 from tests.support.browser import browser  # noqa: F401 - fixture
+from tests.support.claw import env  # noqa: F401 - fixture
 from tests.support.oldclaw import old_claw, old_clawstore
-from tests.support.workspace import Workspace
+from tests.support.workspace import Workspace, many_cases
 from tests.view.test_view_page import summary_of
 
 CAMPAIGN = ("--suite", "main", "--run-profile", "rp")
@@ -138,3 +139,26 @@ def test_a_head_an_older_claw_wrote_gets_no_coverage_line(ws: Workspace, standin
         assert read.returncode == 0 and "Traceback" not in read.stderr, (command, read.stdout, read.stderr)
     made = old_claw(old, ws.root, "build", *CAMPAIGN, "--case", "gamma")
     assert made.returncode == 0, made.stdout + made.stderr
+
+
+def test_a_build_max_cost_stopped_then_a_filtered_one_are_marked(tmp_path: Path, standin: StandIn,
+                                                                 env: dict[str, str]) -> None:  # noqa: F811
+    """The lead's case: a build `--max-cost` stopped (its head `stopped`), then a filtered build, whose head says
+    `complete` (docs/building.md): the models' means are over different cases, and the report says so."""
+    ws = many_cases(tmp_path / "ws", 3, concurrency=1)  # c000..c002 × m1, m2, one run at a time
+    ws.edit("suites/main.yaml", lambda d: [m.update(pricing={"input": 1.0, "output": 1.0}) for m in d["models"]])
+    # (the plan: about 0.003 USD; the first run costs 0.1, priced: nothing starts after it)
+    standin.set_default(text("long", usage={"cost": None, "prompt_tokens": 10, "completion_tokens": 100_000}))
+    stopped = run_claw(ws.root, "build", *CAMPAIGN, "--max-cost", "0.01")
+    assert stopped.code == 1 and "Traceback" not in stopped.stderr, stopped
+    lines, data = _report(ws.root)
+    held = data["coverage"]["models"]
+    assert data["head"]["state"] == "stopped" and data["coverage"]["not_built"] >= 1, data["coverage"]
+    assert next(line for line in lines if line.startswith("Coverage: ")).startswith(
+        f"Coverage: {data['coverage']['results']} of 6 results"), lines
+    assert held["m2"]["results"] == 0 and "none of m2" in "\n".join(lines), (held, lines)  # (m1's runs come first)
+
+    _built(ws.root, "--model", "m2", "--case", "c002")  # complete, its head says: m2 on one case, m1 on others
+    lines, data = _report(ws.root)
+    assert data["head"]["state"] == "complete" and data["coverage"]["cases_differ"] is True, data
+    assert any("not comparable" in line for line in lines) and "1/3" in _summary_rows(lines)["m2"], lines
