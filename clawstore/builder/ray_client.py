@@ -24,6 +24,7 @@ from clawstore.providers.errors import ProviderError
 from clawstore.providers.usage import RUN_LOST, SENT_UNANSWERED, WORKER_LOST, Usage
 from clawstore.values.clock import utc_now_millis
 from clawstore.values.costs import UNKNOWN
+from clawstore.values.earlier import EarlierAttempts, carry_earlier
 from clawstore.values.urls import shown_text
 
 if TYPE_CHECKING:
@@ -209,11 +210,17 @@ class _Lost:
         return [*self.log, *({**entry, "attempt": entry.get("attempt", 0) + self.count} for entry in log)]
 
     def before(self, exc: BaseException) -> BaseException:
-        """`exc` (the worker's error, or the driver's), with these attempts before its own."""
-        if self.count and isinstance(exc, ProviderError):
+        """`exc` (the worker's error, or the driver's), with these attempts before its own: counted in a ProviderError's
+        usage and attempts, carried by any other (MissingApiKeyError: the restarted worker's environment lacks the key;
+        any error of the worker's) for its recorder to count (values/earlier.py). Before session 80 they were dropped
+        with any but a ProviderError, and a run whose retry found no key read as one that sent nothing: a known 0."""
+        if not self.count:
+            return exc
+        if isinstance(exc, ProviderError):
             exc.usage, exc.attempts = self.usage + exc.usage, exc.attempts + self.count
             exc.attempt_log = self._shifted(exc.attempt_log)
-        return exc
+            return exc
+        return carry_earlier(exc, EarlierAttempts(self.usage, tuple(self.log)))
 
     def before_result(self, result: ChatResult) -> ChatResult:
         if not self.count:
