@@ -41,6 +41,9 @@ CONNECT_TIMEOUT_S = 5.0  # for the cluster's address to accept a connection at a
 # session 78: they re-sent it unseen, and the lost attempt's spend, unknown, was dropped from the run's cost).
 LOST_WORKER_RETRIES = 3
 STOP_TIMEOUT_S = 120.0  # for the nodes to list and remove a lost run's containers (CLI calls of up to 30 s each)
+# The driver's patience with an OpenClaw task beyond the run's own limit (the engine starting its container): past it
+# the driver gives up on the case and stops its containers (run_openclaw).
+OPENCLAW_MARGIN_S = 600.0
 
 
 def _code_tag() -> str:
@@ -149,6 +152,12 @@ class LostContainers:
     def not_stopped(self) -> str:
         """`; not stopped: <why>; <why>` for a give-up's message, or "" when every one was stopped."""
         return f"; not stopped: {'; '.join(self.unstopped)}" if self.unstopped else ""
+
+    def said(self) -> str:
+        """`; its container(s) stopped: <name>, ...; not stopped: <why>` for a give-up's message, whose case has no
+        trace to name them in; "" when there were none."""
+        stopped = f"; its container(s) stopped: {', '.join(self.stopped)}" if self.stopped else ""
+        return stopped + self.not_stopped()
 
 
 def after_lost_runs(outcome: OpenClawOutcome, lost: int, containers: LostContainers | None = None) -> OpenClawOutcome:
@@ -338,7 +347,7 @@ class RayClient:
         from clawstore.runners.openclaw.orphans import ATTEMPT_LABEL
 
         ray = self._ray
-        patience = spec.timeout_seconds + 600  # the run's own limit, plus the engine starting a container
+        patience = spec.timeout_seconds + OPENCLAW_MARGIN_S  # the run's own limit, plus the engine starting a container
         lost = 0  # runs whose worker died under them: each may have sent paid requests
         containers = LostContainers()  # theirs, stopped (or not) before the case runs again
         while True:
@@ -363,7 +372,7 @@ class RayClient:
                 # if it runs, is stopped as a lost run's (the case may be built again beside it).
                 self.stop_attempt(spec.docker_cli, label, containers)
                 raise ProviderError("transport_error", f"the Ray cluster did not run the OpenClaw case "
-                                    f"({type(exc).__name__}){containers.not_stopped()}", retryable=True,
+                                    f"({type(exc).__name__}){containers.said()}", retryable=True,
                                     usage=Usage.not_believed(RUN_LOST if lost else SENT_UNANSWERED)) from None
             return after_lost_runs(outcome, lost, containers), made
 
