@@ -15,7 +15,7 @@ from clawstore.evaluate.judge_contract import JudgeContractError, JudgeScores, p
 from clawstore.evaluate.redact import holds_no_secret, redact_text, redact_value
 from clawstore.evaluate.specs import plain
 from clawstore.values.canonical import field_values
-from clawstore.values.costs import UNKNOWN, KnownPart
+from clawstore.values.costs import SENT_UNANSWERED, UNKNOWN, KnownPart
 from clawstore.values.counts import counted
 from clawstore.values.earlier import earlier_attempts
 from clawstore.values.judge_options import RESERVED_REQUEST_KEYS, judge_request_options
@@ -231,7 +231,15 @@ def run_judge_iteration(
             earlier = None if failure else earlier_attempts(exc)
             if failure is None and isinstance(exc, ClawError) and earlier is None:
                 raise
-            entry_usage = _usage_dict(earlier.usage if earlier else getattr(exc, "usage", None))
+            if earlier is not None:
+                entry_usage = _usage_dict(earlier.usage)
+            elif failure is None:
+                # Anything else its call raised may have come after the request left (a Ray worker's error of any type;
+                # runners/llm_probe.py reads it so): unknown, never 0 tokens that declared prices make a known 0.0.
+                entry_usage = {**_usage_dict(getattr(exc, "usage", None)), "cost_usd": None, "cost_source": UNKNOWN,
+                               "usage_rejected": SENT_UNANSWERED}
+            else:
+                entry_usage = _usage_dict(getattr(exc, "usage", None))
             _add_usage(usage, entry_usage)
             status = failure or "failed"
             entry.update(status=status, error=_failure_text(exc, failure), usage=entry_usage,
