@@ -132,22 +132,23 @@ def test_killed_workers_requests_are_retried_committed_once_and_their_lost_spend
         assert logged == [f"attempt {n} failed: worker_lost" for n in range(1, row["attempts"])] != [], row
 
 
-# `claw build` whose provider actors find no API key in their environment once their workers are killed (`mark`: made
-# by the test just before; a restarted worker on a node whose environment lacks it): the request sent again raises
-# MissingApiKeyError, not a ProviderError. (Actors of their own, named by their tag: never the other tests'.)
-KEY_GONE_TAG = "key-gone-on-restart"
+# `claw build` whose provider actors fail otherwise than by the provider once their workers are killed (`mark`: made by
+# the test just before): they find no API key in their environment (a restarted worker on a node whose environment
+# lacks it: MissingApiKeyError), or raise an error of their own. (Actors of their own, named by their tag.)
+LOST_THEN_TAG = "lost-then-fails"
 KEY = "OPENROUTER_API_KEY"
-KEY_GONE = """
+THEN = {"key": f"os.environ.pop({KEY!r}, None)", "error": "raise RuntimeError('the node went wrong')"}
+LOST_THEN = """
 import os, sys
 from clawstore.builder import ray_client
 
-class KeyGone(ray_client._ChatWorker):
+class LostThenFails(ray_client._ChatWorker):
     def chat(self, *args, **kwargs):
         if os.path.exists(%(mark)r):
-            os.environ.pop("OPENROUTER_API_KEY", None)
+            %(then)s
         return super().chat(*args, **kwargs)
 
-ray_client._ChatWorker = KeyGone
+ray_client._ChatWorker = LostThenFails
 ray_client._code_tag = lambda: %(tag)r
 sys.argv = ["claw", *sys.argv[1:]]
 from clawstore.cli import entry
@@ -155,14 +156,15 @@ entry()
 """
 
 
-def _key_gone_build(cluster: RayCluster, ws: Workspace, standin: StandIn, model: str, *extra: str) -> tuple[int, dict,
-                                                                                                          str]:
+def _lost_then_build(cluster: RayCluster, ws: Workspace, standin: StandIn, model: str, then: str,
+                     *extra: str) -> dict:
     """Build `ws` on the cluster, killing the provider actors' workers once `model`'s request is at the stand-in
-    (held there: its answer never comes back); then remove the test's actors. (exit code, report, stderr)"""
+    (held there: its answer never comes back), after which they fail as `then` says; then remove the test's actors.
+    The build's JSON report."""
     env = {k: v for k, v in os.environ.items() if k != "CLAW_STORE"}
-    env.update({"OPENROUTER_API_KEY": SECRET, "OPENROUTER_BASE_URL": standin.base_url})
-    mark = ws.root / "key-gone"
-    script = KEY_GONE % {"mark": str(mark), "tag": KEY_GONE_TAG}
+    env.update({KEY: SECRET, "OPENROUTER_BASE_URL": standin.base_url})
+    mark = ws.root / "killed"
+    script = LOST_THEN % {"mark": str(mark), "then": THEN[then], "tag": LOST_THEN_TAG}
     proc = subprocess.Popen([sys.executable, "-c", script, *BUILD, *extra, "--executor", "ray", "--ray-address",
                              cluster.address], cwd=ws.root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
@@ -171,7 +173,7 @@ def _key_gone_build(cluster: RayCluster, ws: Workspace, standin: StandIn, model:
         while not any(r["model"] == model for r in standin.requests) and time.monotonic() < deadline:
             assert proc.poll() is None, proc.communicate()
             time.sleep(0.05)
-        workers = cluster.worker_pids(b"ray::KeyGone")
+        workers = cluster.worker_pids(b"ray::LostThenFails")
         assert workers, "the build's provider actors run on the cluster"
         mark.touch()
         for pid in workers:
@@ -181,9 +183,10 @@ def _key_gone_build(cluster: RayCluster, ws: Workspace, standin: StandIn, model:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
-        _remove_actors(cluster, f"claw-provider-{KEY_GONE_TAG}-")
+        _remove_actors(cluster, f"claw-provider-{LOST_THEN_TAG}-")
     assert "Traceback" not in err and SECRET not in out + err, err
-    return proc.returncode, json.loads(out) if out.strip() else {}, err
+    assert out.strip(), err
+    return json.loads(out)
 
 
 def _remove_actors(cluster: RayCluster, prefix: str) -> None:
@@ -195,31 +198,33 @@ def _remove_actors(cluster: RayCluster, prefix: str) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
 
 
+@pytest.mark.parametrize(("then", "code", "said"), [("key", "runner_configuration_error", KEY),
+                                                    ("error", "runner_execution_failed", "the node went wrong")])
 def test_a_lost_requests_spend_stays_unknown_when_its_retry_fails_otherwise_than_by_the_provider(
-        cluster: RayCluster, standin: StandIn, tmp_path: Path) -> None:
+        cluster: RayCluster, standin: StandIn, tmp_path: Path, then: str, code: str, said: str) -> None:
     """The request in flight on the killed worker may have been answered and billed; sent again, the restarted
-    worker finds no API key. The run fails as a missing key's does (runner_configuration_error), and its cost reads
-    unknown with the lost attempt counted (before session 80 the lost attempt was dropped with the retry's error and
-    the run read as nothing sent: a known 0)."""
+    worker finds no API key, or fails with an error of its own. The run fails as that error's does (a missing key:
+    runner_configuration_error), its cost unknown and its attempts and trace counting the lost one (before session 80
+    it was dropped with the retry's error: a missing key's run read as nothing sent, a known 0)."""
     standin.set_default(held("never"))
     ws = one_case(tmp_path / "ws")
     ws.run_profile(defaults={"timeout_seconds": 300})  # (the request stays in flight: never timed out and sent again)
     ws.edit("suites/main.yaml", lambda d: [m.update(pricing={"input": 1.0, "output": 2.0}, api_key_env=KEY)
                                            for m in d["models"]])  # (a key it needs: never optional)
-    _, report, err = _key_gone_build(cluster, ws, standin, "vendor/m1")
+    report = _lost_then_build(cluster, ws, standin, "vendor/m1", then)
     [row] = report["rows"]
-    assert row["status"] == "failed" and "OPENROUTER_API_KEY" in row["error"], row
+    assert row["status"] == "failed" and said in row["error"], row
     assert row["cost_source"] == "unknown" and row["cost_usd"] is None, row
     assert report["metrics"]["cost_usd"] is None and report["metrics"]["cost_unknown"] == 1, report["metrics"]
-    assert len(standin.requests) == 1  # (the retry never left: no key)
+    assert len(standin.requests) == 1  # (the retry never left)
     proc = claw(ws, standin, "query", "select r.status, r.error_code, r.attempts, r.cost_source, string_agg(m.content, "
                 "'|') filter (where m.tool_name = 'provider_retry') as retried from runs r left join messages m "
                 "on m.run_key = r.key group by all", "--format", "json")
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
     [run] = json.loads(out)
-    assert run["error_code"] == "runner_configuration_error" and run["cost_source"] == "unknown", run
-    assert run["attempts"] >= 1 and sorted(run["retried"].split("|")) == [
+    assert run["error_code"] == code and run["cost_source"] == "unknown", run
+    assert run["attempts"] >= 1 and sorted((run["retried"] or "").split("|")) == [
         f"attempt {n} failed: worker_lost" for n in range(1, run["attempts"] + 1)], run
 
 
@@ -232,7 +237,7 @@ def test_a_lost_judge_requests_spend_is_recorded_when_its_retry_finds_no_key(clu
     ws = one_case(tmp_path / "ws")
     eval_profile(ws, repetitions=1)
     ws.edit("evaluation_profiles/ev.yaml", lambda d: d["judges"][0].update(api_key_env=KEY))
-    _, report, err = _key_gone_build(cluster, ws, standin, JUDGE, "--evaluation-profile", "ev")
+    report = _lost_then_build(cluster, ws, standin, JUDGE, "key", "--evaluation-profile", "ev")
     [row] = report["rows"]
     assert row["status"] == "success", row  # (the run, answered before the judge was asked)
     assert sum(r["model"] == JUDGE for r in standin.requests) == 1
