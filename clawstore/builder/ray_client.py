@@ -365,7 +365,7 @@ class RayClient:
                 if lost <= LOST_WORKER_RETRIES:
                     continue
                 raise ProviderError("transport_error", f"the Ray worker running the OpenClaw case died ({lost} "
-                                    f"times: {type(exc).__name__}){containers.not_stopped()}", retryable=True,
+                                    f"times: {type(exc).__name__}){containers.said()}", retryable=True,
                                     attempts=lost, usage=Usage.not_believed(RUN_LOST)) from None
             except (ray.exceptions.GetTimeoutError, ray.exceptions.RayError) as exc:
                 # The run may be under way still, or have been: what it cost is unknown, never 0; its container,
