@@ -106,6 +106,8 @@ def test_a_command_that_plans_without_a_stamp_imports_no_build_engine_nor_batch_
     imported = set(_imported(ws, tmp_path, *command))
     assert "clawstore.builder.api" in imported  # (it planned: the stamp did not answer)
     assert not {"httpx", "clawstore.builder.engine", "clawstore.builder.batching"} & imported
+    # plan read its history through DuckDB (its import, views and two queries: ~0.15 s) from a store with no build
+    assert "duckdb" not in imported
 
 
 def test_a_report_of_a_store_without_batches_imports_no_batch_client(ws: Workspace,  # noqa: F811

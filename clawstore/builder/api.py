@@ -228,6 +228,15 @@ def _require_every_key(campaign: Campaign) -> None:
             resolve_endpoint(judge.model_extra or {}, field=f"judges[{judge.judge_id}]").api_key()
 
 
+def _require_engine(campaign: Campaign) -> None:
+    """With no store yet every OpenClaw run executes: the engine must be able to start them before one is made."""
+    from clawstore.builder.engine_ready import engine_refusal, has_openclaw
+
+    refused = engine_refusal(campaign) if has_openclaw(campaign) else None
+    if refused is not None:
+        raise refused
+
+
 def _build(request: CampaignRequest, source: CampaignSource, options: BuildOptions) -> BuildReport:
     client = _client(options)
     if options.executor == "ray":
@@ -238,6 +247,7 @@ def _build(request: CampaignRequest, source: CampaignSource, options: BuildOptio
         campaign = source.campaign
         if not source.exists(campaign.root) and campaign.items:
             _require_every_key(campaign)
+            _require_engine(campaign)
         store = source.open(campaign.root)
         store.adopt_orphans()  # what a killed build finished is reused, never paid for again
         sweep_dead_scratch()  # what a killed build's runs left in the temp directory (up to a GiB a run)
@@ -265,8 +275,10 @@ def _build_planned(request: CampaignRequest, store: Store, options: BuildOptions
 def _build_windowed(request: CampaignRequest, store: Store, options: BuildOptions, campaign: Campaign,
                     client: _LazyClient, head: HeadByCases) -> BuildReport:
     from clawstore.builder import engine  # (here: a command that only plans never imports what executes, ~50 ms)
+    from clawstore.builder.engine_ready import EngineCheck
 
     planner = _RunPlanner(campaign, store)
+    engine_check = EngineCheck(campaign, options.force)
     batches = _run_batches(store, options, client)
     # Provider batches keep the whole plan in one window: a batch per window (and, with --wait, a wait per window)
     # would multiply what a batch is for.
@@ -286,6 +298,7 @@ def _build_windowed(request: CampaignRequest, store: Store, options: BuildOption
             attach_records(nodes, store, previous)
             del previous
             require_keys(nodes, options.force)  # (a window's runs: a key missing fails before they are sent)
+            engine_check.require(nodes)  # (and an engine that cannot start its OpenClaw runs: builder/engine_ready.py)
             if options.executor == "ray" and (options.force or any(not node.fresh for node in nodes)):
                 client.connect()  # a clear error now if the cluster is unreachable; its actors start meanwhile
             yield nodes

@@ -99,17 +99,17 @@ class BuildLog:
     docs/store.md, store/buildlogs.py; docs/building.md, Memory)."""
 
     def __init__(self, store: Store, campaign: dict[str, Any], filter: dict[str, list[str]] | None = None,
-                 planned_from: str | None | HeadUnknown = UNKNOWN_HEAD):
+                 planned_from: str | None | HeadUnknown = UNKNOWN_HEAD, expected: dict[str, Any] | None = None):
         """`planned_from`: the head this build planned from (None: the campaign had none). Advancing, an address the
         build does not plan is dropped only if that head held it: one another build put into the head meanwhile is
         kept (a case added to the configs and built while this build, planned before, still ran). Not given: every
-        address not planned is dropped."""
+        address not planned is dropped. `expected`: what the whole campaign expects (BuildLogDoc.expected)."""
         self.store = store
         self._planned_from = planned_from
         self._dropped: frozenset[str] | None = None  # what planned_from holds and the build does not plan
         self.build_id = new_build_id()
         self.doc = BuildLogDoc(build_id=self.build_id, started_at=utc_now(), campaign=campaign, filter=filter,
-                               format=JOURNALED_FORMAT)
+                               format=JOURNALED_FORMAT, expected=expected)
         self._lock = threading.Lock()
         # Every node, reused ones too, as the campaign head would carry it (its record's planning view too)
         # with its journal line, in place order: sorted runs in the store's tmp/ (docs/building.md, Memory).

@@ -158,7 +158,8 @@ def run_build(campaign: Campaign, store: Store, options: BuildOptions, *, window
     concurrency = options.max_concurrency or policy.max_concurrency
     log = BuildLog(store, {"id": cid, "suite_id": campaign.suite.suite_id,
                            "run_profile_id": campaign.run_profile.run_profile_id,
-                           "evaluation_profile_id": eval_id}, filter=options.filter, planned_from=planned_from)
+                           "evaluation_profile_id": eval_id}, filter=options.filter, planned_from=planned_from,
+                   expected=campaign.expected)
     report.build_id, report.campaign = log.build_id, log.doc.campaign
     progress = open_progress(options.progress, planned_cost_usd=options.planned_cost_usd,
                              planned_layers=options.planned_layers, planned_minimum=options.planned_cost_minimum)

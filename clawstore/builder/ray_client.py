@@ -24,6 +24,7 @@ from clawstore.providers.errors import ProviderError
 from clawstore.providers.usage import RUN_LOST, SENT_UNANSWERED, WORKER_LOST, Usage
 from clawstore.values.clock import utc_now_millis
 from clawstore.values.costs import UNKNOWN
+from clawstore.values.earlier import EarlierAttempts, carry_earlier
 from clawstore.values.urls import shown_text
 
 if TYPE_CHECKING:
@@ -40,6 +41,9 @@ CONNECT_TIMEOUT_S = 5.0  # for the cluster's address to accept a connection at a
 # session 78: they re-sent it unseen, and the lost attempt's spend, unknown, was dropped from the run's cost).
 LOST_WORKER_RETRIES = 3
 STOP_TIMEOUT_S = 120.0  # for the nodes to list and remove a lost run's containers (CLI calls of up to 30 s each)
+# The driver's patience with an OpenClaw task beyond the run's own limit (the engine starting its container): past it
+# the driver gives up on the case and stops its containers (run_openclaw).
+OPENCLAW_MARGIN_S = 600.0
 
 
 def _code_tag() -> str:
@@ -149,6 +153,12 @@ class LostContainers:
         """`; not stopped: <why>; <why>` for a give-up's message, or "" when every one was stopped."""
         return f"; not stopped: {'; '.join(self.unstopped)}" if self.unstopped else ""
 
+    def said(self) -> str:
+        """`; its container(s) stopped: <name>, ...; not stopped: <why>` for a give-up's message, whose case has no
+        trace to name them in; "" when there were none."""
+        stopped = f"; its container(s) stopped: {', '.join(self.stopped)}" if self.stopped else ""
+        return stopped + self.not_stopped()
+
 
 def after_lost_runs(outcome: OpenClawOutcome, lost: int, containers: LostContainers | None = None) -> OpenClawOutcome:
     """The outcome of an OpenClaw case made again after `lost` runs whose worker died under them: its cost
@@ -209,11 +219,17 @@ class _Lost:
         return [*self.log, *({**entry, "attempt": entry.get("attempt", 0) + self.count} for entry in log)]
 
     def before(self, exc: BaseException) -> BaseException:
-        """`exc` (the worker's error, or the driver's), with these attempts before its own."""
-        if self.count and isinstance(exc, ProviderError):
+        """`exc` (the worker's error, or the driver's), with these attempts before its own: counted in a ProviderError's
+        usage and attempts, carried by any other (MissingApiKeyError: the restarted worker's environment lacks the key;
+        any error of the worker's) for its recorder to count (values/earlier.py). Before session 80 they were dropped
+        with any but a ProviderError, and a run whose retry found no key read as one that sent nothing: a known 0."""
+        if not self.count:
+            return exc
+        if isinstance(exc, ProviderError):
             exc.usage, exc.attempts = self.usage + exc.usage, exc.attempts + self.count
             exc.attempt_log = self._shifted(exc.attempt_log)
-        return exc
+            return exc
+        return carry_earlier(exc, EarlierAttempts(self.usage, tuple(self.log)))
 
     def before_result(self, result: ChatResult) -> ChatResult:
         if not self.count:
@@ -331,7 +347,7 @@ class RayClient:
         from clawstore.runners.openclaw.orphans import ATTEMPT_LABEL
 
         ray = self._ray
-        patience = spec.timeout_seconds + 600  # the run's own limit, plus the engine starting a container
+        patience = spec.timeout_seconds + OPENCLAW_MARGIN_S  # the run's own limit, plus the engine starting a container
         lost = 0  # runs whose worker died under them: each may have sent paid requests
         containers = LostContainers()  # theirs, stopped (or not) before the case runs again
         while True:
@@ -349,14 +365,14 @@ class RayClient:
                 if lost <= LOST_WORKER_RETRIES:
                     continue
                 raise ProviderError("transport_error", f"the Ray worker running the OpenClaw case died ({lost} "
-                                    f"times: {type(exc).__name__}){containers.not_stopped()}", retryable=True,
+                                    f"times: {type(exc).__name__}){containers.said()}", retryable=True,
                                     attempts=lost, usage=Usage.not_believed(RUN_LOST)) from None
             except (ray.exceptions.GetTimeoutError, ray.exceptions.RayError) as exc:
                 # The run may be under way still, or have been: what it cost is unknown, never 0; its container,
                 # if it runs, is stopped as a lost run's (the case may be built again beside it).
                 self.stop_attempt(spec.docker_cli, label, containers)
                 raise ProviderError("transport_error", f"the Ray cluster did not run the OpenClaw case "
-                                    f"({type(exc).__name__}){containers.not_stopped()}", retryable=True,
+                                    f"({type(exc).__name__}){containers.said()}", retryable=True,
                                     usage=Usage.not_believed(RUN_LOST if lost else SENT_UNANSWERED)) from None
             return after_lost_runs(outcome, lost, containers), made
 

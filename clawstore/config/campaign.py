@@ -90,6 +90,9 @@ class Campaign:
     agents: dict[str, LoadedAgent] = field(default_factory=dict)  # the agents the items use
     workspace: Workspace | None = field(default=None, repr=False, compare=False)
     warnings: list[str] = field(default_factory=list)  # worth saying before anything is sent
+    # What the whole campaign expects, its --case/--model filter or not: {"cases": N, "models": [model ids]} (N cases
+    # each). A build writes it into its log and head: `claw report` says how many of those results the head holds.
+    expected: dict[str, Any] | None = None
 
     @property
     def campaign_id(self) -> str:
@@ -367,6 +370,7 @@ def _resolve(
 
     tags = ws.case_tags()
     selected = select_case_ids(suite_cfg.case_selection, tags)
+    expected = {"cases": len(selected), "models": list(suite_cfg.model_ids)}  # (before --case and --model)
     wanted = list(dict.fromkeys(cases))
     for stub in ws.broken_cases:
         if wanted:
@@ -455,4 +459,5 @@ def _resolve(
         agents=agents,
         workspace=ws,
         warnings=warnings,
+        expected=expected,
     )

@@ -15,8 +15,9 @@ from clawstore.evaluate.judge_contract import JudgeContractError, JudgeScores, p
 from clawstore.evaluate.redact import holds_no_secret, redact_text, redact_value
 from clawstore.evaluate.specs import plain
 from clawstore.values.canonical import field_values
-from clawstore.values.costs import UNKNOWN, KnownPart
+from clawstore.values.costs import SENT_UNANSWERED, UNKNOWN, KnownPart
 from clawstore.values.counts import counted
+from clawstore.values.earlier import earlier_attempts
 from clawstore.values.judge_options import RESERVED_REQUEST_KEYS, judge_request_options
 
 DEFAULT_JUDGE_ATTEMPTS = 3
@@ -207,7 +208,8 @@ def run_judge_iteration(
 
     Only an invalid reply is retried here: provider errors and timeouts were already retried by
     the provider client, so they end the iteration as an infrastructure failure (recorded, not
-    cached). A ClawError other than a provider error (e.g. a missing API key) propagates.
+    cached). A ClawError other than a provider error (e.g. a missing API key) propagates, unless it carries attempts
+    sent before it (values/earlier.py): then it is recorded as a failure, their spend with it.
     """
     attempts = max(int(attempts), 1)
     usage: dict[str, Any] = {name: 0 for name in TOKEN_FIELDS}
@@ -223,13 +225,25 @@ def run_judge_iteration(
             result = chat(body)
         except Exception as exc:  # classify; every failure is recorded, none escapes as a traceback
             failure = _provider_failure(exc)
-            if failure is None and isinstance(exc, ClawError):
+            # Attempts it carries from before it (values/earlier.py: a Ray worker lost under them, their spend
+            # unknown): a ClawError is recorded then, as any other failure (raised, it would take them out of every
+            # record: before session 80 a judge's lost request was in none when the retry found no key).
+            earlier = None if failure else earlier_attempts(exc)
+            if failure is None and isinstance(exc, ClawError) and earlier is None:
                 raise
-            entry_usage = _usage_dict(getattr(exc, "usage", None))
+            if earlier is not None:
+                entry_usage = _usage_dict(earlier.usage)
+            elif failure is None:
+                # Anything else its call raised may have come after the request left (a Ray worker's error of any type;
+                # runners/llm_probe.py reads it so): unknown, never 0 tokens that declared prices make a known 0.0.
+                entry_usage = {**_usage_dict(getattr(exc, "usage", None)), "cost_usd": None, "cost_source": UNKNOWN,
+                               "usage_rejected": SENT_UNANSWERED}
+            else:
+                entry_usage = _usage_dict(getattr(exc, "usage", None))
             _add_usage(usage, entry_usage)
             status = failure or "failed"
             entry.update(status=status, error=_failure_text(exc, failure), usage=entry_usage,
-                         **counted("requests", getattr(exc, "attempts", None)))
+                         **counted("requests", earlier.count if earlier else getattr(exc, "attempts", None)))
             warnings.append(f"attempt {index + 1} ended with status '{status}'")
             break
         reply_usage = getattr(result, "usage", None)

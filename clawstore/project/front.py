@@ -322,9 +322,21 @@ class Project:
         found = None if force or not from_stamp else self.fresh()
         if found is not None:
             return found
+        from clawstore.builder.engine_ready import engine_refusal, runs_openclaw
+
+        openclaw = False  # an OpenClaw run would execute: the build asks the engine whether it can start them
+
+        def keep(s: NodeState) -> bool:
+            nonlocal openclaw
+            openclaw = openclaw or runs_openclaw(s.node, s.state == "fresh", force)
+            return force or not from_stamp or s.state != "fresh"
+
         # (the JSON lists every node with its key, which the stamp does not keep: planned in full)
-        return self.inspect(force, lambda s: force or not from_stamp or s.state != "fresh",
-                            None if force or not from_stamp else self.by_case())
+        planned = self.inspect(force, keep, None if force or not from_stamp else self.by_case())
+        refused = engine_refusal(self.campaign) if openclaw else None
+        if refused is not None:
+            self.say(f"warning: the build would be refused (exit 2): {refused}")
+        return planned
 
     def status(self) -> Status:
         """Nodes per model, layer and state, once what provider batches finished is recorded."""

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from clawstore.values.costs import UNKNOWN
+from clawstore.values.costs import SENT_UNANSWERED, UNKNOWN
 
 # A usage is stored (RunArtifact `usage.normalized`, a judge's summed usage) under the names of its
 # fields, and of a record's metrics, but for the cached prompt tokens: artifacts always named them so.
@@ -196,8 +196,7 @@ class Usage:
 NOT_REPORTED = "usage: the reply reports no prompt and completion token counts"
 TURN_NOT_REPORTED = "usage: an OpenClaw turn reports no input and output token counts"
 TURN_NO_RESULT = "usage: an OpenClaw turn ended without a result (crashed, timed out, stopped): what it sent is unknown"
-SENT_UNANSWERED = ("usage: a request was sent and its reply never read whole (timed out, connection lost, too large): "
-                   "what the provider counted is unknown")
+# (SENT_UNANSWERED, a request sent and its reply never read whole: values/costs.py, for the judge's too)
 WORKER_LOST = ("usage: a request's Ray worker died before its reply came back (the request may have been sent and "
                "answered): what the provider counted is unknown")
 RUN_LOST = ("usage: an OpenClaw run's Ray worker died under it and the run was made again: what the lost run's "

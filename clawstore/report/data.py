@@ -7,6 +7,7 @@ the manifest itself once the head is materialised there (the same rows, read bac
 
 from __future__ import annotations
 
+import hashlib
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from clawstore.errors import MissingObjectError, UsageError
 from clawstore.query.heads import materialised_rows, stamped_rows, stored_rows, streamed_rows
 from clawstore.query.rows import Row
 from clawstore.query.schema import DIMENSIONS
+from clawstore.report.coverage import Coverage, coverage_of
 from clawstore.report.stats import (
     JudgeReliability,
     ModelStats,
@@ -133,6 +135,16 @@ class CampaignReport:
     # head carries: documents.read_stopped; `by`: its run profile's execution_policy, --max-cost, a 402); those nodes
     # are in no row (a run not started: its row is the one before it, if any).
     stopped: dict[str, Any] | None = None
+    # How many of the results its campaign expects the head holds (report/coverage.py); None: the head does not say
+    # (written by a claw before session 80).
+    coverage: Coverage | None = None
+
+    @property
+    def coverage_lines(self) -> list[str]:
+        """The lines under `Head:` (report and page): the results never built, the models' cases differing."""
+        if self.coverage is None:
+            return []
+        return [line for line in (self.coverage.line(), self.coverage.differ_line()) if line]
 
     @property
     def state_text(self) -> str | None:
@@ -172,6 +184,7 @@ class CampaignReport:
             "judge_reliability": [j.to_json() for j in self.judge_reliability],
             "totals": cost_json({}, self.run_cost, self.eval_cost),
             "killed_builds": self.killed_builds,
+            "coverage": None if self.coverage is None else self.coverage.to_json(),
         }
 
 
@@ -333,6 +346,7 @@ class _ModelFold:
         self.verdicts = VerdictTally()  # per case, its results' verdicts (pass@k)
         self.latencies = array("d")  # of its run nodes, those known
         self.executed = self.reused = self.failed = 0
+        self.case_ids = hashlib.blake2b(digest_size=16)  # of its rows' cases, in order: the same, the same cases
 
     def add_run(self, node: Row) -> None:
         if (latency := node["latency_s"]) is not None:
@@ -343,6 +357,7 @@ class _ModelFold:
 
     def add_row(self, row: ReportRow, results: list[Row]) -> None:
         self.cases += 1
+        self.case_ids.update(row.case_id.encode("utf-8", "surrogatepass") + b"\0")
         if row.score is not None:
             self.scores.append(row.score)
         for name, values in self.dimensions.items():
@@ -637,4 +652,6 @@ def _report(campaign_id: str, head_id: str, head: Head, signer: str | None, node
         spilled=spilled,
         head_models=frozenset(folded.head_models - {None}),
         head_cases=frozenset(folded.head_cases - {None}),
+        coverage=coverage_of(head.expected, {model: fold.cases for model, fold in held},
+                             {model: fold.case_ids.digest() for model, fold in held}, cases, models),
     )

@@ -62,6 +62,7 @@ def header_lines(report: CampaignReport) -> list[str]:
         f"Evaluation profile: {report.evaluation_profile_id or 'n/a'}",
         f"Head: build {report.build_id} ({report.state_text}; started {report.started_at}, "
         f"finished {report.finished_at or 'n/a'})",
+        *report.coverage_lines,
         f"Models: {len(report.models)}  Rows: {len(report.rows)}",
         f"Cost (USD): runs {_cost(report.run_cost)}  evaluation {_cost(report.eval_cost)}  "
         f"total {total.text(5)}",
@@ -91,10 +92,12 @@ def sections(report: CampaignReport) -> list[Section]:
         rows = [[r.model_id, r.case_id, *(_score(r.dimensions.get(d)) for d in dims)] for r in report.rows]
         out.append(("Dimension Scores (0-10, mean of the final scores)", ["MODEL", "CASE", *(d.upper() for d in dims)],
                     rows, [False, False] + [True] * len(dims)))
-    headers = ["MODEL", "CASES", "SCORED", "MEAN_SCORE", *(["PASSED"] if verdicts else []), "TOKENS_IN",
-               "TOKENS_OUT", "MEAN_LATENCY_S", "RUNS_EXEC", "RUNS_REUSE", "RUNS_FAILED", "RUN_COST", "EVAL_COST",
-               "TOTAL_COST", "COST_FROM"]
-    rows = [[m.model_id, str(m.cases), str(m.scored), _score(m.mean_score),
+    coverage = report.coverage if report.coverage is not None and report.coverage.cases_differ else None
+    headers = ["MODEL", "CASES", *(["COVERAGE"] if coverage else []), "SCORED", "MEAN_SCORE",
+               *(["PASSED"] if verdicts else []), "TOKENS_IN", "TOKENS_OUT", "MEAN_LATENCY_S", "RUNS_EXEC",
+               "RUNS_REUSE", "RUNS_FAILED", "RUN_COST", "EVAL_COST", "TOTAL_COST", "COST_FROM"]
+    rows = [[m.model_id, str(m.cases), *([coverage.cell(m.model_id, m.cases)] if coverage else []), str(m.scored),
+             _score(m.mean_score),
              *([f"{m.passed}/{m.judged}"] if verdicts else []),
              *_tokens(m.input_tokens, m.output_tokens, m.tokens_unknown, m.run_cost.count),
              _latency(m.mean_latency_s), str(m.runs_executed), str(m.runs_reused), str(m.runs_failed),

@@ -244,6 +244,10 @@ def _campaign_summary(report: CampaignReport) -> dict[str, Any]:
             "evaluation_profile_id": report.evaluation_profile_id, "build_id": report.build_id,
             "state": report.state, "finished_at": report.finished_at, "stopped": report.stopped,
             "state_text": report.state_text,
+            # (the report's lines under `Head:`: view.js shows them under the campaign's line; null: nothing to say)
+            "coverage": None if report.coverage is None else report.coverage.to_json(),
+            "coverage_text": report.coverage.line() if report.coverage is not None else None,
+            "cases_differ_text": report.coverage.differ_line() if report.coverage is not None else None,
             **_costs(report.run_cost, report.eval_cost), "untrusted": report.untrusted_line}
 
 
@@ -356,6 +360,7 @@ def collect(store: StoreReader, campaign_ids: Sequence[str], tags: Mapping[str, 
         for m in report.models:
             summary["models"].append({
                 "campaign": index, "model_id": m.model_id, "cases": m.cases, "scored": m.scored,
+                "expected_cases": _expected_cases(report, m.model_id),
                 "mean_score": m.mean_score, "passed": m.passed, "verdicts": m.judged,
                 "pass_rate": m.passed / m.judged if m.judged else None, "mean_latency_s": m.mean_latency_s,
                 "runs_executed": m.runs_executed, "runs_reused": m.runs_reused, "runs_failed": m.runs_failed,
@@ -366,6 +371,13 @@ def collect(store: StoreReader, campaign_ids: Sequence[str], tags: Mapping[str, 
     summary["cases"] = list(cases)
     summary["tags"] = {case: list(tags.get(case, ())) for case in cases} if tags else {}
     return ViewData(summary, [r.head_id for r in reports], manifest)
+
+
+def _expected_cases(report: CampaignReport, model: str) -> int | None:
+    """The cases a model expects, for the leaderboard's `Cases` cell ("1 of 3"); None: not said (an older head), or a
+    model the campaign no longer has."""
+    coverage = report.coverage
+    return coverage.expected_cases if coverage is not None and model in coverage.held else None
 
 
 def run_details(store: StoreReader, data: ViewData) -> Iterator[dict[str, Any]]:

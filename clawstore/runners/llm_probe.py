@@ -26,6 +26,7 @@ from clawstore.runners.tools import ToolBox, ToolOutcome, enabled_tools
 from clawstore.values import jsontext
 from clawstore.values.canonical import field_values
 from clawstore.values.costs import KnownPart
+from clawstore.values.earlier import earlier_attempts
 
 RUNNER_TYPE = "llm_probe"
 DEFAULT_TIMEOUT_S = 30.0
@@ -231,11 +232,13 @@ class _Run:
             self.trace.runner("provider_error", exc.message, {
                 "code": exc.code, "status_code": exc.status_code, "attempts": exc.attempts})
             raise
-        except MissingApiKeyError:  # (raised before any request: nothing left)
+        except MissingApiKeyError as exc:  # (raised before its own request left: only earlier ones count)
+            self._earlier(exc)
             raise
-        except Exception:
+        except Exception as exc:
             # Anything else the client raised may have come after the request left: its usage is unknown, never the
             # known 0 of a run none of whose calls was made (the client alone says `nothing_sent`).
+            self._earlier(exc)
             self.usage = self.usage + Usage.not_believed(SENT_UNANSWERED)
             raise
         self.usage = self.usage + as_reported(result.usage, result.raw_usage)
@@ -247,6 +250,15 @@ class _Run:
             self.raw_usage.append(result.raw_usage)
         self.provider_meta = result.provider_meta
         return result
+
+    def _earlier(self, exc: BaseException) -> None:
+        """Count the attempts an error other than a ProviderError carries from before it (a Ray worker lost under them,
+        their usage unknown: values/earlier.py), as a ProviderError's own are counted."""
+        earlier = earlier_attempts(exc)
+        if earlier is not None:
+            self.usage = self.usage + earlier.usage
+            self.attempts += earlier.count
+            self._log_retries(list(earlier.log))
 
     def known_part(self) -> dict[str, Any]:
         """What a run whose cost is unknown (an attempt timed out, a reply's usage not believed, one that counted tokens

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from clawstore.store.core.layout import StoreLayout
+
 if TYPE_CHECKING:
     from clawstore.store.face import StoreReader
 
@@ -121,8 +123,16 @@ def _num(value: Any) -> float:
     return float(value) if value is not None else 0.0
 
 
+def _never_built(layout: StoreLayout) -> bool:
+    """No build log to index and no history indexed before (the manifest's packs and segments: query/segments.py)."""
+    indexed = (layout.manifest / "packs", layout.manifest / "segments")
+    return not any(layout.builds.glob("*.json")) and not any(d.is_dir() and any(d.iterdir()) for d in indexed)
+
+
 def load_history(store: StoreReader) -> History:
     """Index pending builds into the manifest, then read every executed run and judgement."""
+    if _never_built(StoreLayout(store.root)):
+        return History()  # (nothing to read: DuckDB's import, its views and two queries were ~0.15 s of a plan)
     from clawstore.query.engine import run_query
     from clawstore.query.manifest import index_pending
 

@@ -272,13 +272,18 @@ class BuildLogDoc:
     # State `stopped`: what stopped it and how many nodes it kept from starting (`{"by": "max_cost",
     # "nodes_not_started": 2}`: STOPPED_BY), carried into the head it wrote (`claw report`, `claw view`); else None.
     stopped: dict[str, Any] | None = None
+    # What the whole campaign expects, its --case/--model filter or not: `{"cases": N, "models": [model ids]}` (N cases
+    # each, so N × models results), carried into the head it wrote: `claw report` and `claw view` say how many of them
+    # the head holds (read_expected). None: a log written before session 80, or not by a build (those leave it out).
+    expected: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         # Shallow: the nodes are plain dicts already, and asdict's deep copy of thousands of them on
         # every periodic write of a running build's log cost seconds of CPU per campaign.
         values = field_values(self)
-        if values["stopped"] is None:  # (only a stopped build's: every other log and head as before session 78)
-            del values["stopped"]
+        for name in ("stopped", "expected"):  # (absent when None: those logs and heads as before sessions 78 and 80)
+            if values[name] is None:
+                del values[name]
         return values
 
     def encode(self) -> bytes:
@@ -302,6 +307,7 @@ _LOG_TYPES: dict[str, tuple[frozenset[type], str]] = {
     "counts": (_DICT, "an object"),
     "metrics": (_DICT, "an object"),
     "stopped": (_DICT | _NONE, "an object or null"),
+    "expected": (_DICT | _NONE, "an object or null"),
 }
 
 
@@ -426,6 +432,7 @@ class Head:
     started_at: str | None = None
     finished_at: str | None = None
     stopped: dict[str, Any] | None = None  # a stop kept nodes of its build from starting (BuildLogDoc.stopped)
+    expected: dict[str, Any] | None = None  # what the campaign expects (BuildLogDoc.expected; None: not said)
 
     @property
     def campaign_id(self) -> str | None:
@@ -442,7 +449,8 @@ def read_head(data: Any, where: str) -> Head:
     version = _field(data, "head_version", frozenset({int}), "a version number", where, 1)
     nodes = [read_head_node(node, where, at) for at, node in enumerate(data["nodes"])]
     found = {name: _field(data, name, _STR | _NONE, "a string or null", where) for name in _HEAD_TEXTS}
-    return Head(campaign, tuple(nodes), version, **found, stopped=read_stopped(data, where))
+    return Head(campaign, tuple(nodes), version, **found, stopped=read_stopped(data, where),
+                expected=read_expected(data, where))
 
 
 # What stops a build before its end, each keeping nodes from starting: its run profile's execution_policy (runs only),
@@ -463,6 +471,22 @@ def read_stopped(data: Mapping[str, Any], where: str) -> dict[str, Any] | None:
     if type(stopped["nodes_not_started"]) is not int or stopped["nodes_not_started"] < 0:
         raise damaged(where, "stopped.nodes_not_started", "a count")
     return {"by": by, "nodes_not_started": stopped["nodes_not_started"]}
+
+
+def read_expected(data: Mapping[str, Any], where: str) -> dict[str, Any] | None:
+    """A build log's or head's `expected`, as `{"cases": N, "models": [model ids]}` (None: absent, as every log before
+    session 80 has it); StoreError naming the field a hostile one gets wrong (shown: no other key, a count, ids)."""
+    expected = _field(data, "expected", _DICT | _NONE, "an object or null", where)
+    if expected is None:
+        return None
+    if set(expected) != {"cases", "models"}:
+        raise damaged(where, "expected", "cases and models")
+    if type(expected["cases"]) is not int or expected["cases"] < 0:
+        raise damaged(where, "expected.cases", "a count")
+    models = expected["models"]
+    if type(models) is not list or not all(type(m) is str for m in models) or len(set(models)) != len(models):
+        raise damaged(where, "expected.models", "a list of model ids")
+    return {"cases": expected["cases"], "models": list(models)}
 
 
 def stopped_text(stopped: Mapping[str, Any]) -> str:

@@ -12,6 +12,10 @@ REPORTED = "reported"  # the provider's `usage.cost`
 PRICED = "priced"  # tokens × the model's declared `pricing`
 UNKNOWN = "unknown"  # neither: not free, not known
 SOURCES = (REPORTED, PRICED, UNKNOWN)
+# Why a request's usage is unknown when it was sent and its reply never read whole (providers/usage.py, whose other
+# reasons are there; here for evaluate/judge.py, which imports no provider).
+SENT_UNANSWERED = ("usage: a request was sent and its reply never read whole (timed out, connection lost, too large): "
+                   "what the provider counted is unknown")
 PRICE_KEYS = ("input", "output", "cacheRead", "cacheWrite")  # a `pricing`'s prices, USD per 1M tokens
 PRICE_NAMES = ("pricing", "cost")  # a model's prices, under either name: in no key (docs/building.md, Keys)
 PAID_KINDS = ("run", "judge")  # the nodes that call a provider; checks and results cost nothing

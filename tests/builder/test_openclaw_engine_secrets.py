@@ -37,10 +37,12 @@ def real_cli(oc: Workspace, docker: FakeDocker) -> Workspace:  # noqa: F811 - th
 def test_an_engine_address_the_cli_cannot_read_is_reported_without_its_password(
         real_cli: Workspace, claw: Claw, env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     """docker (28.2) quotes a DOCKER_HOST it cannot parse whole, `parse "tcp://u:p@[::1": missing ']' in host`: the
-    run's error (`openclaw_engine_unavailable`) stored that, and the build printed it."""
+    build's refusal quotes it (before session 80 the run's error, `openclaw_engine_unavailable`, stored that, and the
+    build printed it), and names the engine it asked, its password masked."""
     monkeypatch.setenv("DOCKER_HOST", f"tcp://ops7user:{PASSWORD}@[::1")
     code, out, err = claw.build("--model", "m1", "--case", "oc_a", "--output", "json", "--progress", "json")
-    assert "openclaw_engine_unavailable" in out + err, out + err  # (what this is about: the engine's own words)
+    assert code == 2, out + err
+    assert "missing ']'" in err and "DOCKER_HOST=tcp://***@[::1" in err, err  # the engine's own words, its address
     assert PASSWORD not in out + err
     assert places_holding(Path(env["CLAW_STORE"]), PASSWORD) == []
     for command in (("report", "--suite", "main", "--run-profile", "rp"), ("status", "--suite", "main",

@@ -15,12 +15,13 @@ import pytest
 
 from clawstore.store import Store
 from clawstore.store.core.packfile import scan_pack
-from clawstore.testing.standin import StandIn
+from clawstore.testing.standin import StandIn, held
 from tests.support.benchrun import run_bench
+from tests.support.judging import JUDGE, eval_profile
 from tests.support.outcomes import request_bodies, run_outcomes
 from tests.support.raycluster import RayCluster, ray_available, ray_cluster
 from tests.support.storefiles import pack_files
-from tests.support.workspace import SECRET, Workspace, many_cases
+from tests.support.workspace import SECRET, Workspace, many_cases, one_case
 
 BUILD = ("build", "--suite", "main", "--run-profile", "rp", "--output", "json")
 
@@ -129,6 +130,125 @@ def test_killed_workers_requests_are_retried_committed_once_and_their_lost_spend
     for row in retried.values():  # (a retry sent to the other worker before its death was seen is lost too)
         logged = sorted((row["retried"] or "").split("|"))
         assert logged == [f"attempt {n} failed: worker_lost" for n in range(1, row["attempts"])] != [], row
+
+
+# `claw build` whose provider actors fail otherwise than by the provider once their workers are killed (`mark`: made by
+# the test just before): they find no API key in their environment (a restarted worker on a node whose environment
+# lacks it: MissingApiKeyError), or raise an error of their own. (Actors of their own, named by their tag.)
+LOST_THEN_TAG = "lost-then-fails"
+KEY = "OPENROUTER_API_KEY"
+THEN = {"key": f"os.environ.pop({KEY!r}, None)", "error": "raise RuntimeError('the node went wrong')"}
+LOST_THEN = """
+import os, sys
+from clawstore.builder import ray_client
+
+class LostThenFails(ray_client._ChatWorker):
+    def chat(self, *args, **kwargs):
+        if os.path.exists(%(mark)r):
+            %(then)s
+        return super().chat(*args, **kwargs)
+
+ray_client._ChatWorker = LostThenFails
+ray_client._code_tag = lambda: %(tag)r
+sys.argv = ["claw", *sys.argv[1:]]
+from clawstore.cli import entry
+entry()
+"""
+
+
+def _lost_then_build(cluster: RayCluster, ws: Workspace, standin: StandIn, model: str, then: str,
+                     *extra: str) -> dict:
+    """Build `ws` on the cluster, killing the provider actors' workers once `model`'s request is at the stand-in
+    (held there: its answer never comes back), after which they fail as `then` says; then remove the test's actors.
+    The build's JSON report."""
+    env = {k: v for k, v in os.environ.items() if k != "CLAW_STORE"}
+    env.update({KEY: SECRET, "OPENROUTER_BASE_URL": standin.base_url})
+    mark = ws.root / "killed"
+    script = LOST_THEN % {"mark": str(mark), "then": THEN[then], "tag": LOST_THEN_TAG}
+    proc = subprocess.Popen([sys.executable, "-c", script, *BUILD, *extra, "--executor", "ray", "--ray-address",
+                             cluster.address], cwd=ws.root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        deadline = time.monotonic() + 180
+        while not any(r["model"] == model for r in standin.requests) and time.monotonic() < deadline:
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.05)
+        workers = cluster.worker_pids(b"ray::LostThenFails")
+        assert workers, "the build's provider actors run on the cluster"
+        mark.touch()
+        for pid in workers:
+            os.kill(pid, signal.SIGKILL)
+        out, err = proc.communicate(timeout=200)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        _remove_actors(cluster, f"claw-provider-{LOST_THEN_TAG}-")
+    assert "Traceback" not in err and SECRET not in out + err, err
+    assert out.strip(), err
+    return json.loads(out)
+
+
+def _remove_actors(cluster: RayCluster, prefix: str) -> None:
+    script = (f"import ray; ray.init(address={cluster.address!r}, logging_level='ERROR'); "
+              "[ray.kill(ray.get_actor(a['name'], namespace=a['namespace'])) for a in "
+              f"ray.util.list_named_actors(all_namespaces=True) if a['name'].startswith({prefix!r})]")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          env=cluster.env)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+@pytest.mark.parametrize(("then", "code", "said"), [("key", "runner_configuration_error", KEY),
+                                                    ("error", "runner_execution_failed", "the node went wrong")])
+def test_a_lost_requests_spend_stays_unknown_when_its_retry_fails_otherwise_than_by_the_provider(
+        cluster: RayCluster, standin: StandIn, tmp_path: Path, then: str, code: str, said: str) -> None:
+    """The request in flight on the killed worker may have been answered and billed; sent again, the restarted
+    worker finds no API key, or fails with an error of its own. The run fails as that error's does (a missing key:
+    runner_configuration_error), its cost unknown and its attempts and trace counting the lost one (before session 80
+    it was dropped with the retry's error: a missing key's run read as nothing sent, a known 0)."""
+    standin.set_default(held("never"))
+    ws = one_case(tmp_path / "ws")
+    ws.run_profile(defaults={"timeout_seconds": 300})  # (the request stays in flight: never timed out and sent again)
+    ws.edit("suites/main.yaml", lambda d: [m.update(pricing={"input": 1.0, "output": 2.0}, api_key_env=KEY)
+                                           for m in d["models"]])  # (a key it needs: never optional)
+    report = _lost_then_build(cluster, ws, standin, "vendor/m1", then)
+    [row] = report["rows"]
+    assert row["status"] == "failed" and said in row["error"], row
+    assert row["cost_source"] == "unknown" and row["cost_usd"] is None, row
+    assert report["metrics"]["cost_usd"] is None and report["metrics"]["cost_unknown"] == 1, report["metrics"]
+    assert len(standin.requests) == 1  # (the retry never left)
+    proc = claw(ws, standin, "query", "select r.status, r.error_code, r.attempts, r.cost_source, string_agg(m.content, "
+                "'|') filter (where m.tool_name = 'provider_retry') as retried from runs r left join messages m "
+                "on m.run_key = r.key group by all", "--format", "json")
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    [run] = json.loads(out)
+    assert run["error_code"] == code and run["cost_source"] == "unknown", run
+    assert run["attempts"] >= 1 and sorted((run["retried"] or "").split("|")) == [
+        f"attempt {n} failed: worker_lost" for n in range(1, run["attempts"] + 1)], run
+
+
+def test_a_lost_judge_requests_spend_is_recorded_when_its_retry_finds_no_key(cluster: RayCluster, standin: StandIn,
+                                                                              tmp_path: Path) -> None:
+    """The same for a judge's request: its repetition is recorded failed, its cost unknown with the lost attempt
+    counted, where the missing key raised through the judge refused the build and the lost request's spend was in
+    no record (before session 80)."""
+    standin.script(JUDGE, held("never"))
+    ws = one_case(tmp_path / "ws")
+    eval_profile(ws, repetitions=1)
+    ws.edit("evaluation_profiles/ev.yaml", lambda d: d["judges"][0].update(api_key_env=KEY))
+    report = _lost_then_build(cluster, ws, standin, JUDGE, "key", "--evaluation-profile", "ev")
+    [row] = report["rows"]
+    assert row["status"] == "success", row  # (the run, answered before the judge was asked)
+    assert sum(r["model"] == JUDGE for r in standin.requests) == 1
+    proc = claw(ws, standin, "query", "select status, error_code, cost_usd, cost_source, attempts from judgements",
+                "--format", "json")
+    out, qerr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, qerr
+    [judged] = json.loads(out)
+    assert judged["status"] == "failed" and judged["error_code"] == "judge_failed", judged
+    assert judged["cost_usd"] is None and judged["cost_source"] == "unknown", judged
+    assert judged["attempts"] >= 1, judged
 
 
 def test_a_killed_driver_resumes_without_resending_committed_work(cluster: RayCluster, standin: StandIn,

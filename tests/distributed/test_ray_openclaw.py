@@ -198,6 +198,65 @@ def test_the_container_of_a_run_lost_with_its_worker_is_stopped_before_the_case_
     assert event["metadata"]["containers_stopped"] == [name], event
 
 
+# `claw build` whose driver waits for an OpenClaw task `patience` seconds in all (the run's own limit, 60 s, plus a
+# margin made negative here: the driver gives up while the agent works on).
+IMPATIENT = """
+import sys
+from clawstore.builder import ray_client
+
+ray_client.OPENCLAW_MARGIN_S = %(patience)r - 60
+sys.argv = ["claw", *sys.argv[1:]]
+from clawstore.cli import entry
+entry()
+"""
+
+
+def test_a_case_the_driver_gives_up_waiting_for_has_its_container_stopped_and_named(
+        cluster: RayCluster, nodes_docker: FakeDocker, tmp_path: Path) -> None:
+    """The driver's patience runs out (the cluster never answered in time): the run may go on, its agent paying, so
+    its containers are removed on every node before the case fails, and the give-up error names them."""
+    driver = _fake(tmp_path / "driver-engine")
+    ws = _workspace(tmp_path / "ws", driver.cli)
+    env = {k: v for k, v in os.environ.items() if k != "CLAW_STORE"}
+    env.update({"OPENROUTER_API_KEY": SECRET, "FAKE_DOCKER_STATE": str(driver.state),
+                "FAKE_DOCKER_SCENARIO": str(driver.scenario_path)})
+    nodes_docker.script(turns=[{**TURNS[0], "sleep": 300}])  # an agent at work far past the driver's patience
+    before, first = len(nodes_docker.calls()), {}
+    try:
+        # (30 s: time for a loaded node to start the container, which the test waits for)
+        proc = subprocess.Popen([sys.executable, "-c", IMPATIENT % {"patience": 30.0}, "build", "--suite", "main",
+                                 "--run-profile", "rp", "--case", "oc_a", "--model", "m1", "--output", "json",
+                                 "--executor", "ray", "--ray-address", cluster.address],
+                                cwd=ws.root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 180
+        while not first and time.monotonic() < deadline:
+            assert proc.poll() is None, proc.communicate()
+            for marker in (nodes_docker.state / "containers").glob("*-turn1.json"):
+                with contextlib.suppress(FileNotFoundError, ValueError):
+                    first[marker.stem] = json.loads(marker.read_text())["pid"]
+            time.sleep(0.05)
+        assert first, "the agent's container started on a node"
+        out, err = proc.communicate(timeout=240)
+        [(name, pid)] = first.items()
+        assert not process_alive(pid, 0), "the given-up run's container still runs its agent"  # (before the finally)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        nodes_docker.script(turns=TURNS)
+        nodes_docker.end_containers()
+    assert "Traceback" not in err and SECRET not in out + err, err
+    calls = nodes_docker.calls()[before:]
+    assert any(call["cmd"] == "rm" and call["name"] == name for call in calls), "removed on its node"
+    assert sum(call["cmd"] == "agent" for call in calls) == 1  # (given up: not run again)
+    report = json.loads(out)
+    [row] = report["rows"]
+    assert row["status"] == "failed" and row["cost_usd"] is None, row
+    assert report["metrics"]["cost_usd"] is None and report["metrics"]["cost_unknown"] == 1, report["metrics"]
+    assert "did not run the OpenClaw case (GetTimeoutError)" in row["error"], row
+    assert f"stopped: {name}" in row["error"] and "not stopped" not in row["error"], row
+
+
 def test_a_lost_runs_containers_no_node_can_stop_are_named_not_passed_over(cluster: RayCluster,
                                                                            tmp_path: Path) -> None:
     """Each node asked through its own engine; one whose engine cannot be asked is named with its reason (the lost
@@ -262,3 +321,28 @@ def test_a_killed_drivers_container_on_a_node_is_removed_by_its_watchdog(
     finally:
         nodes_docker.script(turns=TURNS)
         nodes_docker.end_containers()
+
+
+def test_a_driver_whose_engine_lacks_the_image_refuses_before_it_asks_the_cluster(tmp_path: Path) -> None:
+    """The driver resolves each run's image digest: where its engine cannot show the image, `--executor ray` is refused
+    as a local build is (builder/engine_ready.py), before the cluster is asked (here none answers: before session 80
+    the build went on to it, and a cluster would have run them keyed with no digest)."""
+    from clawstore.builder.buildlog import head_ref
+    from tests.distributed.test_ray_build import _closed_port, need_ray
+
+    need_ray()
+    driver = _fake(tmp_path / "driver-engine")
+    ws = _workspace(tmp_path / "ws", driver.cli)
+    _build(ws, driver)  # locally, with the image: the store and the campaign's head made
+    head = Store(ws.root / "store").get_ref(head_ref("main__rp__none"))
+    driver.script(images={}, turns=TURNS)
+    env = {k: v for k, v in os.environ.items() if k != "CLAW_STORE"}
+    env.update({"OPENROUTER_API_KEY": SECRET, "FAKE_DOCKER_STATE": str(driver.state),
+                "FAKE_DOCKER_SCENARIO": str(driver.scenario_path)})
+    done = subprocess.run([sys.executable, "-m", "clawstore.cli", "build", "--suite", "main", "--run-profile", "rp",
+                           "--executor", "ray", "--ray-address", f"127.0.0.2:{_closed_port()}"], cwd=ws.root,
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stdout + done.stderr
+    refused = "claw: error: configs/run_profiles/rp.yaml: openclaw.image: the build's OpenClaw runs cannot start: "
+    assert done.stderr.splitlines()[-1].startswith(refused), done.stderr
+    assert Store(ws.root / "store").get_ref(head_ref("main__rp__none")) == head

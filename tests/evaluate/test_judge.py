@@ -159,6 +159,26 @@ def test_non_provider_exception_is_failed_and_claw_errors_propagate() -> None:
         run_judge_iteration(no_key, {}, attempts=3)
 
 
+def test_a_non_provider_exception_leaves_the_repetitions_cost_unknown_not_a_priced_zero() -> None:
+    """Anything its call raised other than a provider's error may have come after the request left (a Ray worker's
+    error of any type): its cost is unknown, as an llm_probe run's is (runners/llm_probe.py), never its 0 tokens at
+    the judge's declared prices (before session 80: `cost_usd` 0.0, `priced`)."""
+    from clawstore.builder.eval_layer import judge_metrics
+    from clawstore.providers.usage import counts_alone_unknown
+    from clawstore.runners.pricing import record_cost
+
+    def broken(body: dict) -> Any:
+        raise RuntimeError("the worker's own error")
+
+    usage = run_judge_iteration(broken, {}, attempts=3).usage
+    assert usage["cost_usd"] is None and usage.get("cost_source") == "unknown" and not usage.get("nothing_sent"), usage
+    for prices, cost, source in (({"input": 1.0, "output": 2.0}, None, "unknown"), ({"input": 0, "output": 0}, 0.0,
+                                                                                    "priced")):  # (free: a known 0)
+        metrics = record_cost(judge_metrics(usage, 0.1), {"pricing": prices}, usage.get("cost_source"),
+                              counts_alone=counts_alone_unknown(usage))
+        assert (metrics["cost_usd"], metrics["cost_source"]) == (cost, source), metrics
+
+
 def test_stored_attempts_are_redacted() -> None:
     secret = "sk-or-v1-" + "f" * 40
     reply = json.loads(VALID)

@@ -267,3 +267,36 @@ def test_an_agent_refused_with_a_402_is_out_of_credit(real_spec, engine_env, sto
     assert outcome.status == "failed" and error["code"] == "openclaw_out_of_credit", (error, asked)
     assert error["metadata"]["provider_message"] == words and error["provider_code"] == "402", error
     assert asked >= 1 and error["metadata"]["turn_error"] == "openclaw_execution_failed", (asked, error)
+
+
+def test_the_validate_container_leaves_the_mounted_root_as_it_found_it(docker_engine: DockerEngine,
+                                                                        monkeypatch: pytest.MonkeyPatch,
+                                                                        tmp_path: Path, store: Store,
+                                                                        agent_dir: Path) -> None:
+    """What makes a remembered validation safe to skip (runners/openclaw/validated.py): the real `openclaw config
+    validate` writes nothing under /work (no state, no home file, no migrated config), so a run that skips it starts
+    its first turn from the very files it would have; its key, read from that root, is the same after as before.
+    (OpenClaw 2026.9.6: ~2 s of a core, one container.)"""
+    from clawstore.runners.openclaw import config as oc_config
+    from clawstore.runners.openclaw.container import ContainerRunner, EngineSettings, container_env
+    from clawstore.runners.openclaw.runner import VALIDATE_ARGV
+    from clawstore.runners.openclaw.validated import root_listing, validation_key
+
+    monkeypatch.setenv("DOCKER_HOST", docker_engine.host)
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    root = tmp_path / "run"
+    store.checkout(agent_workspace_tree(store, agent_dir), root / "workspace")
+    for name in ("state", "home"):
+        (root / name).mkdir()
+    doc = oc_config.render_config(basic_agent(agent={"id": "basic-agent"}), MODEL, {}, "http://127.0.0.1:9/v1", KEY_ENV)
+    (root / "openclaw.json").write_bytes(oc_config.config_bytes(doc))
+    settings = EngineSettings.from_env("docker")
+    env = container_env(KEY_ENV)
+    digest = resolve_image_digest(docker_engine.image, "docker")
+    before, key = root_listing(root), validation_key(docker_engine.image, digest, settings, VALIDATE_ARGV, env, root)
+    runner = ContainerRunner(settings, docker_engine.image, root, env, "validateonce")
+    inv = runner.run("validate", VALIDATE_ARGV, 120.0)
+    assert inv.ok and '"valid":true' in inv.stdout.replace(" ", ""), (inv.returncode, inv.stdout, inv.stderr)
+    assert root_listing(root) == before
+    assert key is not None and validation_key(docker_engine.image, digest, settings, VALIDATE_ARGV, env, root) == key
+    assert docker_engine.our_containers() == []

@@ -212,6 +212,37 @@ def test_a_hostile_heads_stop_is_named(stopped: object, message: str) -> None:
         assert documents.read_head({"campaign": {}, "nodes": [], "stopped": kept}, "campaign head h").stopped == kept
 
 
+@pytest.mark.parametrize(("expected", "message"), [
+    ([], "expected: expected an object or null"),
+    ({"cases": 3}, "expected: expected cases and models"),
+    ({"cases": 3, "models": [], "results": 6}, "expected: expected cases and models"),
+    ({"cases": "3", "models": ["m"]}, "expected.cases: expected a count"),
+    ({"cases": True, "models": ["m"]}, "expected.cases: expected a count"),
+    ({"cases": -1, "models": ["m"]}, "expected.cases: expected a count"),
+    ({"cases": 3, "models": "m"}, "expected.models: expected a list of model ids"),
+    ({"cases": 3, "models": [1]}, "expected.models: expected a list of model ids"),
+    ({"cases": 3, "models": ["m", "m"]}, "expected.models: expected a list of model ids"),
+])
+def test_a_hostile_heads_expectation_is_named(expected: object, message: str) -> None:
+    """A head's `expected` (session 80: what its campaign expects, filter or not) is shown by report and view as a
+    count of results: a forged one is refused in one line naming it; a head without one (every head before) has none."""
+    with pytest.raises(StoreError) as caught:
+        documents.read_head({"campaign": {}, "nodes": [], "expected": expected}, "campaign head h")
+    assert str(caught.value) == f"campaign head h: {message}"
+    assert documents.read_head({"campaign": {}, "nodes": []}, "campaign head h").expected is None
+    kept = {"cases": 3, "models": ["m1", "m2"]}
+    assert documents.read_head({"campaign": {}, "nodes": [], "expected": kept}, "campaign head h").expected == kept
+
+
+def test_a_build_log_writes_its_expectation_only_when_it_has_one() -> None:
+    """A log (and so the head it writes) without `expected` is byte for byte what it was before session 80."""
+    log = BuildLogDoc(build_id="b", started_at="t", campaign={"id": "c"})
+    assert "expected" not in log.to_json()
+    log.expected = {"cases": 3, "models": ["m1"]}
+    assert log.to_json()["expected"] == {"cases": 3, "models": ["m1"]}
+    assert read_build_log_doc(json.loads(log.encode()), "log").expected == log.expected
+
+
 @pytest.mark.parametrize(("node", "message"), [
     ({"key": KEY, "address": {}}, "nodes[0].kind: expected a string (the node has none)"),
     ({"kind": "run", "key": KEY, "address": []}, "nodes[0].address: expected an object"),

@@ -91,7 +91,10 @@
       compare ? h("b", {}, LETTERS[i] + (i === 0 ? " (baseline): " : ": ")) : "Campaign ", h("code", {}, c.id),
       " · build " + (c.build_id || "?") + " (" + (c.state_text || c.state || "?") + ", finished " + (c.finished_at || "n/a") + ")",
       " · cost (USD) runs " + costText(c.run_cost_text, c.run_cost_usd) + " + evaluation " + costText(c.eval_cost_text, c.eval_cost_usd),
-      c.untrusted ? h("div", { class: "untrusted" }, c.untrusted) : null));
+      c.untrusted ? h("div", { class: "untrusted" }, c.untrusted) : null,
+      // (the report's lines under Head: the results never built, the models' cases differing)
+      c.coverage_text ? h("div", { class: "coverage" }, c.coverage_text) : null,
+      c.cases_differ_text ? h("div", { class: "coverage" }, c.cases_differ_text) : null));
   });
   const filters = { model: "", text: "", tag: "", verdict: "" };
   const models = [...new Set(S.models.map((m) => m.model_id))].sort();
@@ -121,6 +124,15 @@
   const filtered = () => S.rows.filter(rowVisible);
 
   // ---- leaderboard and chart
+  // A model's cases, "1 of 3" (marked) when its campaign's models were built on different cases: its mean is not
+  // comparable with theirs (the header says so).
+  function casesCell(m) {
+    const differ = ((S.campaigns[m.campaign] || {}).coverage || {}).cases_differ;
+    if (!differ || m.expected_cases === null || m.expected_cases === undefined) return m.cases;
+    return h("span", { class: m.cases < m.expected_cases ? "partial" : "", title: "results of " + m.cases + " of the " +
+      m.expected_cases + " cases the campaign expects: the models' means are over different cases" },
+      m.cases + " of " + m.expected_cases);
+  }
   function leaderboard() {
     const shown = S.models.filter((m) => !filters.model || m.model_id === filters.model)
       .slice().sort((a, b) => (b.mean_score ?? -1) - (a.mean_score ?? -1) || a.model_id.localeCompare(b.model_id));
@@ -137,7 +149,7 @@
         h("td", { class: "num", "data-col": "pass_rate", title: m.passed + " of " + m.verdicts + " cases passed" },
           m.verdicts ? pct(m.pass_rate) + " (" + m.passed + "/" + m.verdicts + ")" : "n/a"),
         h("td", { class: "num ci", "data-col": "pass_interval" }, m.verdicts ? interval(m.pass_rate_interval, pct) : "n/a"),
-        h("td", { class: "num", "data-col": "cases" }, m.cases),
+        h("td", { class: "num", "data-col": "cases" }, casesCell(m)),
         h("td", { class: "num", "data-col": "runs_failed" }, m.runs_failed ? h("span", { class: "fail" }, m.runs_failed) : "0"),
         h("td", { class: "num", "data-col": "mean_latency_s" }, latency(m.mean_latency_s)),
         h("td", { class: "num", "data-col": "run_cost_usd" }, costCell(m.run_cost_text, m.run_cost_usd)),

@@ -20,7 +20,7 @@ from clawstore.providers.usage import Usage
 from clawstore.runners.artifact import Clock, RunArtifact, RunError, Trace
 from clawstore.runners.openclaw import config as oc_config
 from clawstore.runners.openclaw import evidence as ev
-from clawstore.runners.openclaw import transcript
+from clawstore.runners.openclaw import transcript, validated
 from clawstore.runners.openclaw.config import CONTAINER_KEY_ENV
 from clawstore.runners.openclaw.container import (
     ContainerRunner,
@@ -55,6 +55,7 @@ if TYPE_CHECKING:
 
 RUNNER_TYPE = "openclaw"
 IDENTITY_VERSION = 1
+VALIDATE_ARGV = ("openclaw", "config", "validate", "--json")
 VALIDATE_TIMEOUT_S = 120.0  # `openclaw config validate` took > 30 s at load 14; the run timeout bounds it too
 DEADLINE_SLACK_S = 1.0  # a turn that fails this close to the deadline was cut off by OpenClaw's timeout
 MAX_MESSAGE_ARG = 100_000  # bytes; longer prompts go through a file (one argv string is capped at 128 KiB)
@@ -273,9 +274,17 @@ class _Run:
                     self.trace.runner("containers_removed", None, {"names": leftovers})
 
     def _validate(self, runner: ContainerRunner, deadline: float) -> None:
+        # An accepted validation of all this container would see is remembered (validated.py): none is run again.
+        key = validated.validation_key(self.spec.image, self.spec.image_digest, self.settings, VALIDATE_ARGV,
+                                       runner.env, self.root)
+        remembered = validated.lookup(self.store, key) if key else None
+        if remembered is not None:
+            self.validated = True
+            self.trace.runner("config_validated", None, {"cached": True, "validation": key,
+                                                         "validated_duration_s": remembered.duration_s})
+            return
         remaining = deadline - time.monotonic()
-        inv = runner.run("validate", ["openclaw", "config", "validate", "--json"],
-                         min(VALIDATE_TIMEOUT_S, remaining))
+        inv = runner.run("validate", VALIDATE_ARGV, min(VALIDATE_TIMEOUT_S, remaining))
         self._check_engine(inv)
         self._check_output(inv)
         if inv.timed_out:
@@ -289,7 +298,9 @@ class _Run:
                 "openclaw_config_invalid", f"openclaw config validate exited {inv.returncode}: {detail}",
                 "configuration_error", metadata={"returncode": inv.returncode}))
         self.validated = True
-        self.trace.runner("config_validated", None, {"duration_s": round(inv.duration_s, 3)})
+        if key:
+            validated.remember(self.store, key, inv.duration_s)
+        self.trace.runner("config_validated", None, {"cached": False, "duration_s": round(inv.duration_s, 3)})
 
     def _turn(self, runner: ContainerRunner, index: int, count: int, text: str, deadline: float) -> None:
         remaining = deadline - time.monotonic()
