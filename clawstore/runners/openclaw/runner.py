@@ -36,7 +36,6 @@ from clawstore.runners.openclaw.image import engine_name
 from clawstore.runners.openclaw.loopback import ENDPOINT_UNREACHABLE, endpoint_problem
 from clawstore.runners.openclaw.orphans import owner_labels
 from clawstore.runners.openclaw.prompt import render_turns
-from clawstore.runners.openclaw.watchdog import watching
 from clawstore.runners.openclaw.workspace import (
     STANDARD_FILES,
     changed_paths,
@@ -259,7 +258,10 @@ class _Run:
                 (self.root / "turns").mkdir(exist_ok=True)
                 (self.root / "turns" / _message_file(index)).write_text(text, encoding="utf-8")
         # A watchdog removes them if this process dies before the cleanup below (watchdog.py): the build's (one for
-        # all its runs in flight), or on a Ray node the attempt's (`labels`: its label).
+        # all its runs in flight), or on a Ray node the attempt's (`labels`: its label). (Imported here: the package's
+        # import as the watchdog's `python -m` starts must not import it first, runpy's RuntimeWarning.)
+        from clawstore.runners.openclaw.watchdog import watching
+
         sweep = ("build", str(self.store.root.resolve()), self.build_id) if self.build_id else \
             ("label", self.settings.docker_cli, self.labels[0]) if self.labels else None
         with watching(*sweep) if sweep else contextlib.nullcontext():
