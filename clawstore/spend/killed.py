@@ -104,10 +104,12 @@ def killed_note(store: Store, campaign_id: str) -> str | None:
 
 
 def _containers_note(store: Store, build_id: str) -> str:
-    """A killed build's agents outlive it (runners/openclaw/orphans.py): said while its record of them is there."""
+    """A killed build's agents outlive it (runners/openclaw/orphans.py): said while its record of them is there, which
+    its watchdog removes with them (runners/openclaw/watchdog.py; a watchdog killed too, or an engine that did not
+    answer it, leaves it)."""
     from clawstore.runners.openclaw.orphans import RECORDS
 
     if not any((store.root / RECORDS).glob(f"{build_id}.*.json")):
         return ""
-    return (". And it started OpenClaw containers, which run on until `claw gc` or the next claw build stops them: "
-            "an agent still running calls its provider")
+    return (". And it started OpenClaw containers, which its watchdog has not stopped (yet): they may run on until "
+            "`claw gc` or the next claw build stops them, and an agent still running calls its provider")

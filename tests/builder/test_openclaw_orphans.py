@@ -1,5 +1,6 @@
-"""OpenClaw containers a SIGKILLed build left running: labelled with their build, stopped by `claw gc` or the
-next build once that build is dead, never while it lives. The fake container CLI's "container" is its own
+"""OpenClaw containers a SIGKILLed build left running, its watchdog killed too (else it removes them within seconds:
+test_openclaw_watchdog.py): labelled with their build, stopped by `claw gc` or the next build once that build is dead,
+never while it lives. The fake container CLI's "container" is its own
 process (tests/openclaw/fake_docker.py), in a session of its own as a real `docker run` is: it outlives
 the build it was started by."""
 
@@ -21,6 +22,7 @@ from tests.builder.test_build_openclaw import docker, oc  # noqa: F401 - fixture
 from tests.openclaw.conftest import FAKE_ID, FAKE_IMAGE, FakeDocker, payload
 from tests.support.claw import Claw
 from tests.support.reaped import Reap
+from tests.support.watchdogs import kill_watchdogs
 
 SLOW = {"images": {FAKE_IMAGE: {"Id": FAKE_ID}}, "turns": [{"sleep": 120, "payload": payload("late")}]}
 FAST = {"images": {FAKE_IMAGE: {"Id": FAKE_ID}},
@@ -55,13 +57,20 @@ def _wait_for_turn(fake: FakeDocker, build: subprocess.Popen[str]) -> str:
     pytest.fail("no agent container started")
 
 
+def _kill_with_its_watchdog(build: subprocess.Popen[str]) -> None:
+    """SIGKILL the build and, first, its watchdog (what a kill of every process or a reboot does): its containers
+    are left to the next build or gc, the backstop (test_openclaw_watchdog.py: the watchdog alive)."""
+    assert kill_watchdogs(Path(os.environ["CLAW_STORE"])), "the build has a watchdog"
+    build.send_signal(signal.SIGKILL)
+
+
 @pytest.fixture
 def orphan(claw: Claw, fake: FakeDocker, reap: Reap) -> Iterator[tuple[str, int]]:
-    """(name, pid) of the agent container a build SIGKILLed while it ran left behind."""
+    """(name, pid) of the agent container a build SIGKILLed while it ran, its watchdog killed too, left behind."""
     fake.script(**SLOW)
     build = reap(claw.popen("build", "--suite", "main", "--run-profile", "rp", "--model", "m1", "--case", "oc_a"))
     name = _wait_for_turn(fake, build)
-    build.send_signal(signal.SIGKILL)
+    _kill_with_its_watchdog(build)
     build.communicate()
     pid = _container_pids(fake)[name]
     time.sleep(0.3)
@@ -158,11 +167,13 @@ def test_ctrl_c_twice_stops_the_builds_own_containers(claw: Claw, fake: FakeDock
 
 
 def test_claw_status_after_a_kill_says_its_containers_may_still_run(orphan: tuple[str, int], claw: Claw) -> None:
-    """What the user types after a SIGKILL: before session 60 claw status named the killed build and what its log
-    counted spent, not that its agents ran on, calling their provider, until gc or the next build."""
+    """What the user types after a SIGKILL (its watchdog killed too): before session 60 claw status named the killed
+    build and what its log counted spent, not that its agents ran on, calling their provider, until gc or the next
+    build."""
     code, out, err = claw("status", "--suite", "main", "--run-profile", "rp")
     assert code == 0, out + err
-    assert "And it started OpenClaw containers, which run on until `claw gc` or the next claw build stops them" in err
+    assert "And it started OpenClaw containers, which its watchdog has not stopped (yet): they may run on until " \
+           "`claw gc` or the next claw build stops them" in err
 
 
 def test_an_engine_address_with_a_password_is_stored_without_it_and_still_reached(
@@ -176,7 +187,7 @@ def test_an_engine_address_with_a_password_is_stored_without_it_and_still_reache
     build = reap(claw.popen("build", "--suite", "main", "--run-profile", "rp", "--model", "m1", "--case", "oc_a"))
     name = _wait_for_turn(fake, build)
     pid = _container_pids(fake)[name]
-    build.send_signal(signal.SIGKILL)
+    _kill_with_its_watchdog(build)
     build.communicate()
     try:
         [record] = (Path(env["CLAW_STORE"]) / "containers").glob("*.json")

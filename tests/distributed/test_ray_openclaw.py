@@ -19,6 +19,7 @@ from clawstore.host.durable import process_alive
 from clawstore.store import Store
 from tests.openclaw.conftest import FAKE_ID, FAKE_IMAGE, FakeDocker, basic_agent, fake_cli, payload
 from tests.support.raycluster import RayCluster, ray_available, ray_cluster
+from tests.support.watchdogs import kill_watchdogs, watchdogs
 from tests.support.workspace import SECRET, Workspace, write_yaml
 
 TURNS = [{"write": {"report.md": "# Report\nAll done.\n"}, "payload": payload("Wrote report.md")}]
@@ -146,9 +147,11 @@ def test_an_openclaw_run_lost_with_its_worker_is_run_again_and_its_spend_shows(
 
 def test_the_container_of_a_run_lost_with_its_worker_is_stopped_before_the_case_runs_again(
         cluster: RayCluster, nodes_docker: FakeDocker, tmp_path: Path) -> None:
-    """A `docker run` lives in a session of its own: the worker killed, its container goes on with the agent, paid
-    requests and all, until its own timeout. The driver stops it (found by the label naming the lost attempt) before
-    it runs the case again, and the case's trace names it; before, it ran beside the second run, unseen."""
+    """A `docker run` lives in a session of its own: the worker killed (and its attempt's watchdog: a reboot, a kill of
+    every process; else the watchdog removes it, test_a_killed_drivers_container_on_a_node_is_removed_by_its_watchdog),
+    its container goes on with the agent, paid requests and all, until its own timeout. The driver stops it (found by
+    the label naming the lost attempt) before it runs the case again, and the case's trace names it; before, it ran
+    beside the second run, unseen."""
     driver = _fake(tmp_path / "driver-engine")
     ws = _workspace(tmp_path / "ws", driver.cli)
     env = {k: v for k, v in os.environ.items() if k != "CLAW_STORE"}
@@ -172,6 +175,7 @@ def test_the_container_of_a_run_lost_with_its_worker_is_stopped_before_the_case_
         working = cluster.worker_pids(b"ray::_openclaw_on_node")
         assert working, "its Ray task runs"
         nodes_docker.script(turns=TURNS)  # the case's second run: quick
+        assert kill_watchdogs(driver.cli), "the attempt has a watchdog"  # (else it may remove the container first)
         for pid in working:
             os.kill(pid, signal.SIGKILL)
         out, err = proc.communicate(timeout=600)
@@ -274,6 +278,49 @@ client.close()
     found = json.loads(done.stdout.splitlines()[-1])
     assert found["stopped"] == [] and len(found["unstopped"]) == found["nodes"] == 2, found
     assert all("its container engine did not answer" in line and "not found" in line for line in found["unstopped"])
+
+
+def test_a_killed_drivers_container_on_a_node_is_removed_by_its_watchdog(
+        cluster: RayCluster, nodes_docker: FakeDocker, tmp_path: Path) -> None:
+    """A driver SIGKILLed while a node's container runs its agent: Ray ends the driver's task and its worker, and the
+    attempt's watchdog on the node (runners/openclaw/watchdog.py) removes the container (`rm -f`) within seconds.
+    Before session 80 nothing did (a real container outlives its `docker run`, which Ray kills with the worker): it ran
+    to its timeout, `claw gc` stopping only the local engine's. (The fake's container is its `docker run`, killed
+    with the worker: the `rm` is what tells.)"""
+    driver = _fake(tmp_path / "driver-engine")
+    ws = _workspace(tmp_path / "ws", driver.cli)
+    env = {k: v for k, v in os.environ.items() if k != "CLAW_STORE"}
+    env.update({"OPENROUTER_API_KEY": SECRET, "FAKE_DOCKER_STATE": str(driver.state),
+                "FAKE_DOCKER_SCENARIO": str(driver.scenario_path)})
+    nodes_docker.script(turns=[{**TURNS[0], "sleep": 300}])  # an agent at work far past this test
+    found: dict = {}
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "clawstore.cli", "build", "--suite", "main", "--run-profile",
+                                 "rp", "--case", "oc_a", "--model", "m1", "--executor", "ray",
+                                 "--ray-address", cluster.address],
+                                cwd=ws.root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 180
+        while not found and time.monotonic() < deadline:
+            assert proc.poll() is None
+            for marker in (nodes_docker.state / "containers").glob("*-turn1.json"):
+                with contextlib.suppress(FileNotFoundError, ValueError):
+                    found[marker.stem] = json.loads(marker.read_text())["pid"]
+            time.sleep(0.05)
+        assert found, "the agent's container started on a node"
+        [(name, pid)] = found.items()
+        working = cluster.worker_pids(b"ray::_openclaw_on_node")
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        deadline = time.monotonic() + 60  # (a bound, not a wait: ~1 s at load 3)
+        while name not in [call["name"] for call in nodes_docker.calls("rm")] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        removed = [call["name"] for call in nodes_docker.calls("rm")]
+        assert name in removed, ("nothing removed the killed driver's container", nodes_docker.calls()[-4:],
+                                 {w: process_alive(w, 0) for w in working}, watchdogs(driver.cli))
+        assert not process_alive(pid, 0) and nodes_docker.live_containers() == []
+    finally:
+        nodes_docker.script(turns=TURNS)
+        nodes_docker.end_containers()
 
 
 def test_a_driver_whose_engine_lacks_the_image_refuses_before_it_asks_the_cluster(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ It understands `image inspect`, `run`, `rm -f` and `ps -a --filter label=… --f
 $FAKE_DOCKER_STATE/containers/<name>.json (pid + labels) while it runs, so `rm -f` can kill it and
 `ps` can list it (`rm` records the DOCKER_HOST it was given). Every invocation is appended to
 $FAKE_DOCKER_STATE/calls.jsonl (argv, whether the CLI's own environment held secrets, the env-file's mode, whether
-it is a pipe, and its content keys).
+it is a pipe, and its content keys; a `run`'s open descriptors; a `ps`'s label filter).
 
 Scenario: {"images": {"<ref>": {"Id": "sha256:…", "RepoDigests": [...]}},
            "validate": {"rc": 0, "stdout": "...", "stderr": "...", "sleep": 0},
@@ -101,6 +101,17 @@ def env_file_info(path: str) -> dict:
     env = dict(line.split("=", 1) for line in lines if "=" in line)
     return {"mode": oct(stat.S_IMODE(info.st_mode)), "pipe": stat.S_ISFIFO(info.st_mode), "names": sorted(env),
             "env": env}
+
+
+def open_files() -> list[str]:
+    """What this process's descriptors are (`pipe:[inode]`, a path): what the `docker run` inherited."""
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            found.append(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:  # (the listing's own descriptor, closed)
+            continue
+    return found
 
 
 def next_turn() -> int:
@@ -263,7 +274,7 @@ def run(args: list[str]) -> int:
     record({"cmd": "run", "argv": sys.argv, "flags": {k: v for k, v in flags.items()}, "image": image,
             "container_argv": argv, "env_file_path": flags["env-file"], "env_file_mode": env_info["mode"],
             "env_file_is_pipe": env_info["pipe"],
-            "env_names": env_info["names"], "cli_env_has_key": any(
+            "env_names": env_info["names"], "fds": open_files(), "cli_env_has_key": any(
                 v in os.environ.values() for v in env_info["env"].values() if "secret" in v)})
     if scen.get("run_rc") is not None:
         sys.stderr.write(scen.get("run_stderr", "docker: Error response from daemon."))
@@ -319,6 +330,7 @@ def rm(args: list[str]) -> int:
 
 def ps(args: list[str]) -> int:
     wanted = args[args.index("--filter") + 1].split("=", 1)[1] if "--filter" in args else None
+    record({"cmd": "ps", "filter": wanted})
     for marker in sorted(containers().glob("*.json")):
         labels = json.loads(marker.read_text())["labels"]
         names = {label.split("=", 1)[0] for label in labels} | set(labels)

@@ -26,6 +26,7 @@ from clawstore.store import Store
 from clawstore.testing.standin import StandIn, hang, tool_call
 from tests.openclaw.conftest import KEY_ENV, SECRET, basic_agent
 from tests.openclaw.engine import DockerEngine, cached_image_id
+from tests.support.watchdogs import kill_watchdogs
 
 pytestmark = pytest.mark.timeout(900)  # the first use may build the image (about 2 minutes)
 MODEL = "test/model"
@@ -154,44 +155,81 @@ def test_a_container_the_engine_killed_after_answered_requests_spent_what_its_tr
     assert engine.our_containers() == []
 
 
-KILLED_BUILD = "20261201T000000-deadbeef"
-BUILD_PROCESS = f"""
+BUILD_PROCESS = """
 import pickle, sys
 from pathlib import Path
 from clawstore.runners.openclaw import run_openclaw
 from clawstore.store import Store
-spec, store_dir, workdir = pickle.loads(Path(sys.argv[1]).read_bytes()), sys.argv[2], Path(sys.argv[3])
+spec, store_dir, workdir, build_id = pickle.loads(Path(sys.argv[1]).read_bytes()), sys.argv[2], Path(sys.argv[3]), \
+    sys.argv[4]
 store = Store(store_dir)
-with store.lease("build {KILLED_BUILD}"):  # as builder/engine.py holds it
-    run_openclaw(spec, store, workdir, build_id="{KILLED_BUILD}")
+with store.lease("build " + build_id):  # as builder/engine.py holds it
+    run_openclaw(spec, store, workdir, build_id=build_id)
 """
 
 
-def test_a_killed_builds_container_runs_on_until_the_next_sweep_stops_it(real_spec, engine_env, store, tmp_path):
-    """A process holding a build's lease starts a real container and is SIGKILLed: the container outlives it
-    (its `docker run` is in a session of its own) until stop_orphans, what the next build and gc call."""
-    engine: DockerEngine = engine_env["engine"]
-    label = f"label=clawstore.openclaw.build={KILLED_BUILD}"
-    with StandIn() as standin:
-        standin.script(MODEL, hang(120))  # the agent's turn waits for the model
-        spec_file, workdir = tmp_path / "spec.pickle", tmp_path / "work"
-        spec_file.write_bytes(pickle.dumps(real_spec(standin.base_url, timeout_seconds=120)))
-        workdir.mkdir()
-        build = subprocess.Popen([sys.executable, "-c", BUILD_PROCESS, str(spec_file), str(store.root), str(workdir)],
-                                 env=dict(os.environ))
+def _build_killed_at_its_turn(real_spec, engine: DockerEngine, store: Store, tmp_path: Path, standin: StandIn,
+                              build_id: str, watchdog_too: bool) -> list[str]:
+    """A process holding a build's lease starts a real container and is SIGKILLed (its watchdog first, if
+    `watchdog_too`) while its agent waits for the model: the names of the build's containers then."""
+    spec_file, workdir = tmp_path / "spec.pickle", tmp_path / "work"
+    spec_file.write_bytes(pickle.dumps(real_spec(standin.base_url, timeout_seconds=120)))
+    workdir.mkdir()
+    build = subprocess.Popen([sys.executable, "-c", BUILD_PROCESS, str(spec_file), str(store.root), str(workdir),
+                              build_id], env=dict(os.environ))
+    try:
         deadline = time.monotonic() + 90
         names: list[str] = []
         while not names and time.monotonic() < deadline and build.poll() is None:
             time.sleep(0.2)
-            names = [n for n in engine.docker("ps", "--filter", label, "--format", "{{.Names}}").stdout.split()
-                     if n.endswith("-turn1")]
+            names = [n for n in _labelled(engine, build_id) if n.endswith("-turn1")]
         assert names, f"no agent container (build exited {build.poll()})"
+        if watchdog_too:
+            assert kill_watchdogs(store.root), "the build has a watchdog"
+    finally:
         build.send_signal(signal.SIGKILL)
         build.wait()
+    return names
+
+
+def _labelled(engine: DockerEngine, build_id: str) -> list[str]:
+    return engine.docker("ps", "-a", "--filter", f"label=clawstore.openclaw.build={build_id}", "--format",
+                         "{{.Names}}").stdout.split()
+
+
+def test_a_killed_builds_container_is_removed_by_its_watchdog_within_seconds(real_spec, engine_env, store, tmp_path):
+    """Before session 80 the container outlived its SIGKILLed build (its `docker run` is in a session of its own), its
+    agent at work, until the next build's or gc's stop_orphans: now the build's watchdog removes it, nothing swept."""
+    engine: DockerEngine = engine_env["engine"]
+    build_id = "20261201T000000-deadbeef"
+    with StandIn() as standin:
+        standin.script(MODEL, hang(120))  # the agent's turn waits for the model
+        assert _build_killed_at_its_turn(real_spec, engine, store, tmp_path, standin, build_id, watchdog_too=False)
+        began = time.monotonic()
+        while _labelled(engine, build_id) and time.monotonic() - began < 60:  # (a bound: ~1 s at load 1)
+            time.sleep(0.1)
+        took = time.monotonic() - began
+    assert _labelled(engine, build_id) == [], f"still there {took:.0f} s after the build's SIGKILL"
+    assert engine.our_containers() == []
+    while list((store.root / "containers").iterdir()) and time.monotonic() - began < 60:  # (its record goes next)
+        time.sleep(0.1)
+    assert list((store.root / "containers").iterdir()) == []
+    assert stop_orphans(store).stopped == []  # (nothing left for the backstop)
+
+
+def test_a_killed_builds_container_its_watchdog_killed_too_runs_on_until_the_next_sweep_stops_it(
+        real_spec, engine_env, store, tmp_path):
+    """The backstop: the watchdog killed with its build (a kill of every process, a reboot), the container runs on
+    until stop_orphans, what the next build and gc call."""
+    engine: DockerEngine = engine_env["engine"]
+    build_id = "20261201T000000-feedbeef"
+    with StandIn() as standin:
+        standin.script(MODEL, hang(120))
+        names = _build_killed_at_its_turn(real_spec, engine, store, tmp_path, standin, build_id, watchdog_too=True)
         time.sleep(1)
-        assert engine.docker("ps", "--filter", label, "--format", "{{.Names}}").stdout.split() == names  # running on
+        assert [n for n in _labelled(engine, build_id) if n.endswith("-turn1")] == names  # running on
         report = stop_orphans(store)
-    assert report.stopped == [f"{names[0]} (build {KILLED_BUILD})"] and report.unanswered == []
+    assert report.stopped == [f"{names[0]} (build {build_id})"] and report.unanswered == []
     assert engine.our_containers() == [] and list((store.root / "containers").iterdir()) == []
 
 

@@ -4,6 +4,7 @@ Differences from the reference system, on purpose: docs/openclaw.md (Details by 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import tempfile
@@ -256,15 +257,23 @@ class _Run:
             if _through_file(text):
                 (self.root / "turns").mkdir(exist_ok=True)
                 (self.root / "turns" / _message_file(index)).write_text(text, encoding="utf-8")
-        try:
-            self._validate(runner, deadline)
-            for index, text in enumerate(texts):
-                self._turn(runner, index, len(texts), text, deadline)
-        finally:
-            self.invocations = runner.invocations
-            leftovers = runner.cleanup()
-            if leftovers:
-                self.trace.runner("containers_removed", None, {"names": leftovers})
+        # A watchdog removes them if this process dies before the cleanup below (watchdog.py): the build's (one for
+        # all its runs in flight), or on a Ray node the attempt's (`labels`: its label). (Imported here: the package's
+        # import as the watchdog's `python -m` starts must not import it first, runpy's RuntimeWarning.)
+        from clawstore.runners.openclaw.watchdog import watching
+
+        sweep = ("build", str(self.store.root.resolve()), self.build_id) if self.build_id else \
+            ("label", self.settings.docker_cli, self.labels[0]) if self.labels else None
+        with watching(*sweep) if sweep else contextlib.nullcontext():
+            try:
+                self._validate(runner, deadline)
+                for index, text in enumerate(texts):
+                    self._turn(runner, index, len(texts), text, deadline)
+            finally:
+                self.invocations = runner.invocations
+                leftovers = runner.cleanup()
+                if leftovers:
+                    self.trace.runner("containers_removed", None, {"names": leftovers})
 
     def _validate(self, runner: ContainerRunner, deadline: float) -> None:
         # An accepted validation of all this container would see is remembered (validated.py): none is run again.
