@@ -98,12 +98,13 @@ def _end(entry: _Watched) -> None:
 
 def _environment() -> dict[str, str]:
     """This process's environment (the CLI's engine as the runs used it: DOCKER_HOST, a podman's XDG_RUNTIME_DIR)
-    without anything named like a secret but the engine's own variables, and with this clawstore first on the path."""
+    without anything named like a secret but the engine's own variables, and with this clawstore on its path."""
     from clawstore.runners.openclaw.container import ENGINE_VARS
 
     env = {k: v for k, v in os.environ.items() if k in ENGINE_VARS or not _SECRET_NAME.search(k)}
     here = str(Path(__file__).resolve().parents[3])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (here, env.get("PYTHONPATH")) if p)
+    if here not in sys.path:  # (an installed claw's folder is site-packages: never put before the standard library)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (here, env.get("PYTHONPATH")) if p)
     return env
 
 
