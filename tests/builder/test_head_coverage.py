@@ -19,6 +19,7 @@ from tests.hostile.attack import run_claw
 from tests.support.browser import browser  # noqa: F401 - fixture
 from tests.support.claw import env  # noqa: F401 - fixture
 from tests.support.oldclaw import old_claw, old_clawstore
+from tests.support.prepared import run_here
 from tests.support.workspace import Workspace, many_cases
 from tests.view.test_view_page import summary_of
 
@@ -33,14 +34,16 @@ def _three_cases(ws: Workspace) -> Workspace:
 
 
 def _built(root: Path, *flags: str) -> None:
-    done = run_claw(root, "build", *CAMPAIGN, *flags)
-    assert done.code == 0 and "Traceback" not in done.stderr, done
+    """A build the test prepares with (in this process: tests/support/prepared.py)."""
+    done = run_here(root, "build", *CAMPAIGN, *flags)
+    assert done.code == 0, done
 
 
 def _report(root: Path) -> tuple[list[str], dict]:
+    """The report's text, by a real `claw` process, and its JSON through the same front in this process."""
     text = run_claw(root, "report", *CAMPAIGN, "--no-chart")
     assert text.code == 0 and "Traceback" not in text.stderr, text
-    data = run_claw(root, "report", *CAMPAIGN, "--output", "json", "--no-chart")
+    data = run_here(root, "report", *CAMPAIGN, "--output", "json", "--no-chart")
     assert data.code == 0, data
     return text.stdout.splitlines(), json.loads(data.stdout)
 
