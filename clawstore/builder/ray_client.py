@@ -44,6 +44,7 @@ STOP_TIMEOUT_S = 120.0  # for the nodes to list and remove a lost run's containe
 # The driver's patience with an OpenClaw task beyond the run's own limit (the engine starting its container): past it
 # the driver gives up on the case and stops its containers (run_openclaw).
 OPENCLAW_MARGIN_S = 600.0
+CHAT_MARGIN_S = 60.0  # the same beyond a request's own timeouts and backoffs (chat)
 
 
 def _code_tag() -> str:
@@ -315,7 +316,7 @@ class RayClient:
         ray = self._ray
         # However long the worker may legitimately take (every attempt timing out), plus a margin: a
         # cluster that died must fail the node, not hang the build. One patience for all its workers.
-        patience = ((timeout or DEFAULT_REQUEST_TIMEOUT_S) + MAX_BACKOFF_S) * (max(retries, 0) + 1) + 60
+        patience = ((timeout or DEFAULT_REQUEST_TIMEOUT_S) + MAX_BACKOFF_S) * (max(retries, 0) + 1) + CHAT_MARGIN_S
         deadline = time.monotonic() + patience
         lost = _Lost()
         while True:
