@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 
 ACTOR_NAMESPACE = "clawstore"
 ACTOR_CONCURRENCY = 256  # requests one node's actor serves at once (threads waiting on HTTP)
+# (More than 1: Ray runs the actor's tasks out of order, and a request cancelled in its queue (chat) holds up no
+# other; an actor of 1 waits 30 s for the cancelled one's turn, then fails the requests behind it: measured.)
 DEFAULT_REQUEST_TIMEOUT_S = 600.0
 MAX_BACKOFF_S = 60.0
 CONNECT_TIMEOUT_S = 5.0  # for the cluster's address to accept a connection at all
@@ -42,8 +44,12 @@ CONNECT_TIMEOUT_S = 5.0  # for the cluster's address to accept a connection at a
 LOST_WORKER_RETRIES = 3
 STOP_TIMEOUT_S = 120.0  # for the nodes to list and remove a lost run's containers (CLI calls of up to 30 s each)
 # The driver's patience with an OpenClaw task beyond the run's own limit (the engine starting its container): past it
-# the driver gives up on the case and stops its containers (run_openclaw).
+# the driver gives up on the case, cancels its task and stops its containers (run_openclaw).
 OPENCLAW_MARGIN_S = 600.0
+CHAT_MARGIN_S = 60.0  # the same beyond a request's own timeouts and backoffs (chat)
+# For a given-up task's cancel to land (Ray killing its worker, or dropping it from its queue) before its nodes are
+# asked to stop its containers: a cluster that does not answer is not waited for longer than this.
+CANCEL_WAIT_S = 30.0
 
 
 def _code_tag() -> str:
@@ -315,14 +321,14 @@ class RayClient:
         ray = self._ray
         # However long the worker may legitimately take (every attempt timing out), plus a margin: a
         # cluster that died must fail the node, not hang the build. One patience for all its workers.
-        patience = ((timeout or DEFAULT_REQUEST_TIMEOUT_S) + MAX_BACKOFF_S) * (max(retries, 0) + 1) + 60
+        patience = ((timeout or DEFAULT_REQUEST_TIMEOUT_S) + MAX_BACKOFF_S) * (max(retries, 0) + 1) + CHAT_MARGIN_S
         deadline = time.monotonic() + patience
         lost = _Lost()
         while True:
             actor = self._actor(max(deadline - time.monotonic(), 0.0))
+            ref = actor.chat.remote(endpoint, body, timeout, retries)
             try:
-                result = ray.get(actor.chat.remote(endpoint, body, timeout, retries),
-                                 timeout=max(deadline - time.monotonic(), 0.0))
+                result = ray.get(ref, timeout=max(deadline - time.monotonic(), 0.0))
             except ray.exceptions.RayTaskError as exc:
                 raise lost.before(exc.cause) from None  # the worker's own (ProviderError, MissingApiKeyError, ...)
             except ray.exceptions.RayActorError as exc:
@@ -336,10 +342,15 @@ class RayClient:
                         f"{type(exc).__name__})", retryable=True, usage=Usage.unsent(), attempts=0)) from None
                 continue
             except (ray.exceptions.GetTimeoutError, ray.exceptions.RayError) as exc:
-                # The request may be under way still, or have been: what it cost is unknown, never 0.
+                # The request may be under way still, or have been: what it cost is unknown, never 0. One still
+                # queued (its actor not started yet, or serving ACTOR_CONCURRENCY others) is cancelled: before
+                # session 80 it was sent once the actor got to it: paid, answered to nobody, asked again next build.
+                said = ""
+                if isinstance(exc, ray.exceptions.GetTimeoutError):  # (an actor's task: cancelled unforced)
+                    said = self._cancel(ref) or ": cancelled (never sent if it was still queued)"
                 raise lost.before(ProviderError(
-                    "transport_error", f"the Ray cluster did not answer ({type(exc).__name__})", retryable=True,
-                    usage=Usage.not_believed(SENT_UNANSWERED))) from None
+                    "transport_error", f"the Ray cluster did not answer ({type(exc).__name__}){said}",
+                    retryable=True, usage=Usage.not_believed(SENT_UNANSWERED))) from None
             return lost.before_result(result)
 
     def run_openclaw(self, spec: OpenClawSpec, objects: dict[str, bytes]) -> tuple[OpenClawOutcome, dict[str, bytes]]:
@@ -352,8 +363,17 @@ class RayClient:
         containers = LostContainers()  # theirs, stopped (or not) before the case runs again
         while True:
             label = f"{ATTEMPT_LABEL}={uuid.uuid4().hex}"  # this attempt's containers, wherever Ray places it
+            ref = self._openclaw.remote(spec, objects, label)
             try:
-                outcome, made = ray.get(self._openclaw.remote(spec, objects, label), timeout=patience)
+                try:
+                    outcome, made = ray.get(ref, timeout=patience)
+                except ray.exceptions.GetTimeoutError:
+                    # Given up: the task is cancelled before its containers are stopped. Before session 80 one still
+                    # queued (the cluster's CPUs busy) started later and ran the whole case, paid, for nobody; one
+                    # between two turns as the nodes were asked started the next turn's container, seen by nobody.
+                    # Forced: a running task's worker is killed, and the attempt's watchdog on its node removes its
+                    # containers (runners/openclaw/watchdog.py). (A task that ended meanwhile: its own outcome.)
+                    outcome, made = self._give_up(ref, spec.docker_cli, label, containers, lost)
             except ray.exceptions.RayTaskError as exc:
                 raise exc.cause from None
             except (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError) as exc:
@@ -367,14 +387,49 @@ class RayClient:
                 raise ProviderError("transport_error", f"the Ray worker running the OpenClaw case died ({lost} "
                                     f"times: {type(exc).__name__}){containers.said()}", retryable=True,
                                     attempts=lost, usage=Usage.not_believed(RUN_LOST)) from None
-            except (ray.exceptions.GetTimeoutError, ray.exceptions.RayError) as exc:
-                # The run may be under way still, or have been: what it cost is unknown, never 0; its container,
-                # if it runs, is stopped as a lost run's (the case may be built again beside it).
+            except ray.exceptions.RayError as exc:
+                # The run may have been under way: what it cost is unknown, never 0; its container, if it runs, is
+                # stopped as a lost run's (the case may be built again beside it).
                 self.stop_attempt(spec.docker_cli, label, containers)
-                raise ProviderError("transport_error", f"the Ray cluster did not run the OpenClaw case "
-                                    f"({type(exc).__name__}){containers.said()}", retryable=True,
-                                    usage=Usage.not_believed(RUN_LOST if lost else SENT_UNANSWERED)) from None
+                raise self._not_run(type(exc).__name__, containers, lost) from None
             return after_lost_runs(outcome, lost, containers), made
+
+    def _not_run(self, why: str, containers: LostContainers, lost: int, cancel: str = "") -> ProviderError:
+        return ProviderError("transport_error", f"the Ray cluster did not run the OpenClaw case ({why}){cancel}"
+                             f"{containers.said()}", retryable=True,
+                             usage=Usage.not_believed(RUN_LOST if lost else SENT_UNANSWERED))
+
+    def _give_up(self, ref: Any, docker_cli: str, label: str, containers: LostContainers,
+                 lost: int) -> tuple[OpenClawOutcome, dict[str, bytes]]:
+        """The driver gave up waiting for the OpenClaw task of `ref`: cancel it (forced: a running one's worker is
+        killed), wait for the cancel to land, stop the attempt's containers on every node, and raise the give-up's
+        error saying what became of the task; or return the task's result if it ended before the cancel reached it."""
+        ray = self._ray
+        said = self._cancel(ref, force=True)
+        if not said:  # (Ray tells how the cancel landed through the task's result)
+            try:
+                return ray.get(ref, timeout=CANCEL_WAIT_S)  # type: ignore[no-any-return]
+            except ray.exceptions.RayTaskError:
+                raise  # (the run ended by itself, failing: its own error, as any run's)
+            except (ray.exceptions.TaskCancelledError, ray.exceptions.WorkerCrashedError):
+                # (Ray 2.60 says TaskCancelledError whether the task was queued or running: which, it does not tell)
+                said = ": its task cancelled (queued, it never starts; running, its worker was killed)"
+            except ray.exceptions.GetTimeoutError:
+                said = f": its task's cancel not confirmed within {CANCEL_WAIT_S:.0f} s: it may run still"
+            except ray.exceptions.RayError as exc:
+                said = f": its task cancelled ({type(exc).__name__})"
+        self.stop_attempt(docker_cli, label, containers)
+        raise self._not_run("GetTimeoutError", containers, lost, said)
+
+    def _cancel(self, ref: Any, force: bool = False) -> str:
+        """Cancel the task of `ref`, which the driver gave up waiting for (one still queued never starts): "", or why
+        it could not be, for the give-up's message."""
+        ray = self._ray
+        try:
+            ray.cancel(ref, force=force)
+        except (ray.exceptions.RayError, ConnectionError, RuntimeError, ValueError, TypeError) as exc:
+            return f": its task could not be cancelled ({type(exc).__name__}): it may run still"
+        return ""
 
     def stop_attempt(self, docker_cli: str, label: str, containers: LostContainers) -> None:
         """Remove the containers labelled `label` (a run whose worker died) on every live node (which one ran

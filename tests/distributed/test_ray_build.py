@@ -386,6 +386,65 @@ os._exit(0)
     assert 1.5 <= float(waited) < 3.5, done.stdout  # one patience (2 s), not three (6 s)
 
 
+def test_a_request_the_driver_gave_up_on_is_never_sent(cluster: RayCluster, standin: StandIn,
+                                                      tmp_path: Path) -> None:
+    """No actor has started within a request's patience: the request fails (`transport_error`, its cost unknown) and
+    must never reach the provider. Before session 80 it waited in Ray's queue for the actor and was sent once it
+    started: answered to nobody, paid, and the next build asked again. (Its ref is kept, as the client waits for it,
+    to wait for its end once the actors start; a request sent to each actor afterwards is answered at once.)"""
+    standin.set_default({"content": "answered", "latency": 0.0})
+    script = f"""
+import json, os, time, uuid, ray
+ray.init(address={cluster.address!r}, logging_level="ERROR")
+os.environ["OPENROUTER_BASE_URL"] = {standin.base_url!r}
+from clawstore.builder import ray_client
+from clawstore.providers.endpoint import resolve_endpoint
+from clawstore.providers.errors import ProviderError
+MARK = {str(tmp_path / "start")!r}
+
+class StartsWhenTold(ray_client._ChatWorker):
+    def __init__(self):
+        deadline = time.monotonic() + 120
+        while not os.path.exists(MARK) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        super().__init__()
+
+ray_client._ChatWorker = StartsWhenTold
+ray_client._code_tag = lambda: "given-up-" + uuid.uuid4().hex[:8]  # actors of their own
+ray_client.MAX_BACKOFF_S = ray_client.CHAT_MARGIN_S = 0.0  # patience: the request's timeout, 2 s
+client = ray_client.RayClient()
+endpoint = resolve_endpoint({{}})
+get, kept = ray.get, []
+ray.get = lambda ref, **kw: kept.append(ref) or get(ref, **kw)
+try:
+    client.chat(endpoint, {{"model": "vendor/m1", "messages": [{{"role": "user", "content": "given up"}}]}},
+                timeout=2.0, retries=0)
+    error = None
+except ProviderError as exc:
+    error = exc.message
+ray.get = get
+open(MARK, "w").close()
+try:
+    ray.get(kept[0], timeout=120)
+    end = "answered"
+except ray.exceptions.RayError as exc:
+    end = type(exc).__name__
+after = {{"model": "vendor/m1", "messages": [{{"role": "user", "content": "after"}}]}}
+ray.get([actor.chat.remote(endpoint, after, 30.0, 0) for actor in client._actors], timeout=120)
+print(json.dumps({{"error": error, "end": end, "kept": len(kept)}}), flush=True)
+for actor in client._actors:
+    ray.kill(actor)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          env=cluster.env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.splitlines()[-1])
+    assert found["kept"] == 1 and "did not answer (GetTimeoutError)" in found["error"], found
+    prompts = [request["messages"][-1]["content"] for request in standin.requests]
+    assert "given up" not in prompts, (found, prompts)
+    assert prompts == ["after"] * 2, prompts
+
+
 def _closed_port() -> int:
     """A loopback port nothing listens on."""
     import socket
