@@ -689,7 +689,7 @@ class EvalLayer:
                    "dimensions": dict(scores.dimensions) if scores else None,
                    **({} if iteration.requests is None else {"attempts": iteration.requests}), **(extra_summary or {})}
         if warned := [w for w in iteration.warnings if is_dense_warning(w)]:  # (said by the build: progress.py)
-            summary["prompt_warnings"] = warned
+            summary["prompt_warning"] = "; ".join(warned)
         error = None if iteration.status == "success" else {
             "code": f"judge_{iteration.status}", "message": str(last_error or "; ".join(iteration.warnings))[:500]}
         case = self._case(run.item)

@@ -73,7 +73,11 @@ def test_a_long_prompt_counted_as_a_few_tokens_is_warned_by_the_build(ws: Worksp
     assert warned[1].startswith("  judge/m1/long/") and "2048 prompt tokens for" in warned[1]
     assert "num_ctx" in warned[0] and len(judge_requests(standin)) == 1
     [judged] = records("judge")
-    assert judged.status == "success" and len(judged.summary["prompt_warnings"]) == 1  # a warning, not a status
+    assert judged.status == "success" and "2048 prompt tokens" in judged.summary["prompt_warning"]  # not a status
+    [run] = query(claw, "select status, prompt_warning from runs")
+    assert run["status"] == "success" and run["prompt_warning"].startswith("the server counted 2048 prompt tokens")
+    [judgement] = query(claw, "select prompt_warning from judgements")
+    assert "2048 prompt tokens" in judgement["prompt_warning"]
 
 
 def test_a_long_prompt_counted_plausibly_is_not_warned(ws: Workspace, claw: Claw, standin: StandIn) -> None:
@@ -82,3 +86,5 @@ def test_a_long_prompt_counted_plausibly_is_not_warned(ws: Workspace, claw: Claw
     standin.script(JUDGE, judge_reply(6))
     code, report = build(claw)
     assert code == 0 and report["warnings"] == [] and report["rows"][0]["status"] == "success"
+    assert query(claw, "select prompt_warning from runs") == [{"prompt_warning": None}]
+    assert query(claw, "select prompt_warning from judgements") == [{"prompt_warning": None}]
