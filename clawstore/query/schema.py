@@ -187,6 +187,8 @@ PHYSICAL: dict[str, list[Column]] = {
         Column("judge_run_id", "VARCHAR", "judge nodes: judge run plan id"),
         Column("judge_repetition", "INTEGER", "judge nodes: judge repetition index"),
         *_ERROR,
+        Column("prompt_warning", "VARCHAR", "run and judge nodes: the server may have cut the prompt (runs' and "
+               "judgements' prompt_warning)"),
         *_TOKENS,
         *_TIMES,
         *_BUILD_CONTEXT,

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 TRUNCATED_CODE = "prompt_truncated_by_server"
-# A server that counts only the prompt tokens it did not hold in its cache (Ollama before 0.1.48, and 0.30 until its
+# A server that counts only the prompt tokens it did not hold in its cache (Ollama before mid-2024, and 0.30 until its
 # llama-server counts were fixed, reported no cached count beside them) answers a tool loop's next call with the tokens
 # appended since the previous one: a count at most the bytes appended (no tokenizer makes more tokens than UTF-8 bytes)
 # plus each message's template tokens and the tail it re-reads. A smaller count is never taken for a cut.

@@ -78,6 +78,13 @@ def test_a_long_prompt_counted_as_a_few_tokens_is_warned_by_the_build(ws: Worksp
     assert run["status"] == "success" and run["prompt_warning"].startswith("the server counted 2048 prompt tokens")
     [judgement] = query(claw, "select prompt_warning from judgements")
     assert "2048 prompt tokens" in judgement["prompt_warning"]
+    code, out, _ = claw("report", "--suite", "main", "--run-profile", "rp", "--evaluation-profile", "ev",
+                        "--output", "json", "--no-chart")
+    [reported] = json.loads(out)["rows"]
+    problems = reported["problems"]
+    assert reported["status"] == "ok" and sorted(p.split(": warning: ")[0] for p in problems) == [
+        "judge rep 0 judge main#0", "run rep 0"], problems
+    assert all("2048 prompt tokens for" in p for p in problems)
 
 
 def test_a_long_prompt_counted_plausibly_is_not_warned(ws: Workspace, claw: Claw, standin: StandIn) -> None:
