@@ -131,6 +131,8 @@ def batch_layer(how: BatchKind, session: BuildSession, nodes: list[Node], to_sub
             node.record_id, record = record_as(store, record, *node.keyed_now)
             node.key, node.document, node.document_bytes = node.keyed_now
             node.keyed_now = None
+        if not adopted:
+            progress.warned(node, record)
         node.record, node.batch = planning_view(record), None
         good = bool(node.record.get("cacheable"))
         node.action = ("reuse" if adopted else "exec") if good else "fail"

@@ -52,6 +52,7 @@ class BuildReport:
     interrupted: bool = False
     stopped: str | None = None  # why scheduling stopped early (the budget), if it did
     failures: list[Failure] = field(default_factory=list)  # each failed node and its one-line reason
+    warnings: list[Failure] = field(default_factory=list)  # a node's warning (a prompt its server may have cut)
     left: int = 0  # nodes an interrupt left unbuilt (the next build builds them)
     orphans: list[str] = field(default_factory=list)  # containers of killed builds it stopped
     campaign: dict[str, Any] = field(default_factory=dict)  # the build log's campaign (what its stamp names)
@@ -212,7 +213,7 @@ def run_build(campaign: Campaign, store: Store, options: BuildOptions, *, window
             report.interrupted = True
             log.end("interrupted")
             _advance(session, planned)
-            report.failures = progress.failures
+            report.failures, report.warnings = progress.failures, progress.warnings
             leased.close()
             # A second Ctrl-C leaves agents running in containers of their own sessions: its lease let go, the build
             # stops them now, as the next build would (an agent looping on tools pays for every request till then).
@@ -223,7 +224,7 @@ def run_build(campaign: Campaign, store: Store, options: BuildOptions, *, window
         finally:
             progress.close()
             restore()
-        report.failures = progress.failures
+        report.failures, report.warnings = progress.failures, progress.warnings
         _advance(session, planned)
     stopped = [session.budget.reason if session.budget is not None else None,
                refusals.message() if refusals is not None else None, stop.message()]

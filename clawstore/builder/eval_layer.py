@@ -37,6 +37,7 @@ from clawstore.values import jsontext
 from clawstore.values.canonical import canonical_json, field_values
 from clawstore.values.clock import utc_now
 from clawstore.values.costs import CostSum
+from clawstore.values.prompt_cut import is_dense_warning
 
 if TYPE_CHECKING:
     from clawstore.builder.clients import ChatClient
@@ -687,6 +688,8 @@ class EvalLayer:
                    "overall_score": scores.overall_score if scores else None,
                    "dimensions": dict(scores.dimensions) if scores else None,
                    **({} if iteration.requests is None else {"attempts": iteration.requests}), **(extra_summary or {})}
+        if warned := [w for w in iteration.warnings if is_dense_warning(w)]:  # (said by the build: progress.py)
+            summary["prompt_warning"] = "; ".join(warned)
         error = None if iteration.status == "success" else {
             "code": f"judge_{iteration.status}", "message": str(last_error or "; ".join(iteration.warnings))[:500]}
         case = self._case(run.item)

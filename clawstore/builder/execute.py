@@ -138,6 +138,7 @@ def execute_nodes(session: BuildSession, nodes: list[Node], work: Callable[[Node
     def record(node: Node, stored: Stored) -> None:
         earlier = node.record_id if node.fresh else None  # a result a failed re-execution leaves in place
         node.record_id, record = stored
+        progress.warned(node, record)
         node.record = planning_view(record)  # all the build reads of it again (the full record is stored)
         status = node.record["status"]
         node.action = "exec" if node.record.get("cacheable") else "fail"

@@ -76,6 +76,7 @@ class _State:
     tokens_unknown: int = 0  # paid nodes whose tokens are unknown: the sums above are what is known (`≥`)
     cost: CostSum = CostSum()  # of the paid nodes finished so far (reported, priced, unknown)
     failures: list[Failure] = field(default_factory=list)
+    warnings: list[Failure] = field(default_factory=list)  # a node's record's `prompt_warning` (values/prompt_cut.py)
     stopping: str | None = None
     layer: str = ""  # the layer executing now (runs, checks, judges, results)
     waits: dict[str, Wait] = field(default_factory=dict)  # rate-limited models, by label (past ones too)
@@ -159,6 +160,14 @@ class BuildProgress:
                 s.failures.append(Failure(address_id(node.kind, node.address), reason))
         self.on_finished(node, status or "error", ok, reason)
 
+    def warned(self, node: Node, record: Mapping[str, Any]) -> None:
+        """The warning of a record this build made (`summary.prompt_warning`: values/prompt_cut.py), for its summary:
+        read from the full record (the node keeps a view without it: buildlog.py planning_view)."""
+        warning = (record.get("summary") or {}).get("prompt_warning")
+        if warning:
+            with self._lock:
+                self.state.warnings.append(Failure(address_id(node.kind, node.address), str(warning)))
+
     def pending(self, node: Node, batch: str) -> None:
         """A node a provider batch stands for when the build is done with it (builder/batch_layer.py, or claimed.py
         InBatch: another build's batch): done for this build, which neither asks it nor records it (whoever collects
@@ -226,6 +235,10 @@ class BuildProgress:
     @property
     def failures(self) -> list[Failure]:
         return list(self.state.failures)
+
+    @property
+    def warnings(self) -> list[Failure]:
+        return list(self.state.warnings)
 
     def _model(self, node: Node) -> _Model:
         name = str(node.address.get("model_id", "?"))

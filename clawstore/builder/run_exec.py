@@ -73,6 +73,9 @@ def record_run(store: Store, node: Node, artifact: dict[str, Any], outputs: dict
             # the requests it sent, retries included (`claw query`'s runs.attempts), when its runner counts them
             **counted("attempts", (artifact.get("runner_metadata") or {}).get("attempt_count")),
             **({"batch": node.batch_summary} if node.batch_summary is not None else {}),
+            # a prompt its server may have cut (runners/llm_probe.py), said by the build that paid for it
+            **({"prompt_warning": "; ".join(warned)} if (warned := (artifact.get("runner_metadata") or {}).get(
+                "warnings")) else {}),
         },
         error={"code": error.get("code"), "message": error.get("message")} if error else None,
         started_at=started_at, finished_at=utc_now(), build_id=build_id,

@@ -232,10 +232,11 @@ def print_built(built: Built, output: str) -> None:
         metrics = {**metrics, "cost_usd": spent.shown, "cost_known_usd": spent.shown_known,
                    **_tokens_json(metrics)}
         failures = [{"node": node, "reason": reason} for node, reason in built.failures]
+        warned = [{"node": node, "warning": warning} for node, warning in built.warnings]
         write_json({"campaign": built.campaign_id, "build_id": built.build_id, "counts": built.counts,
                     "metrics": metrics, "failures": failures, "stopped": built.stopped,
                     "exit_code": built.exit_code, "pending_in_batches": built.pending,
-                    "killed_builds": [k.to_json() for k in built.killed]},
+                    "killed_builds": [k.to_json() for k in built.killed], "warnings": warned},
                    {"rows": (json.dumps(row, sort_keys=True) for row in built.rows)})
         return
     _print_table(built.rows)
@@ -253,3 +254,7 @@ def print_built(built: Built, output: str) -> None:
         click.echo(f"\nfailed nodes ({len(built.failures)}):")
         for node, reason in built.failures:
             click.echo(f"  {node}: {reason}")
+    if built.warnings:
+        click.echo(f"\nwarnings ({len(built.warnings)}):")
+        for node, warning in built.warnings:
+            click.echo(f"  {node}: {warning}")

@@ -19,6 +19,7 @@ from clawstore.values.costs import SENT_UNANSWERED, UNKNOWN, KnownPart
 from clawstore.values.counts import counted
 from clawstore.values.earlier import earlier_attempts
 from clawstore.values.judge_options import RESERVED_REQUEST_KEYS, judge_request_options
+from clawstore.values.prompt_cut import dense_warning
 
 DEFAULT_JUDGE_ATTEMPTS = 3
 JUDGE_STATUSES = ("success", "invalid", "provider_error", "timed_out", "failed")
@@ -258,6 +259,9 @@ def run_judge_iteration(
         _add_usage(usage, entry_usage)
         if entry_usage.get("usage_rejected"):
             warnings.append(f"attempt {index + 1}: usage not believed, cost unknown: {entry_usage['usage_rejected']}")
+        messages = body.get("messages")
+        if (cut := dense_warning(messages if isinstance(messages, list) else [], raw_usage)) is not None:
+            warnings.append(f"attempt {index + 1}: {cut}")  # (a heuristic: the judgement stands, warned)
         text = _message_text(result)
         entry.update(response=text, usage=entry_usage, **counted("requests", getattr(result, "attempts", None)))
         try:

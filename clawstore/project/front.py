@@ -91,12 +91,13 @@ class Built:
     from_stamp: bool = False
     notes: list[str] = field(default_factory=list)  # said before the rows
     killed: list[KilledBuild] = field(default_factory=list)  # named in `notes`; `--output json`'s `killed_builds`
+    warnings: list[tuple[str, str]] = field(default_factory=list)  # (node, warning): a prompt its server may have cut
 
     @classmethod
     def of(cls, report: BuildReport) -> Built:
         return cls(report.campaign_id, report.build_id, report.rows, report.counts, report.metrics,
                    [(f.node, f.reason) for f in report.failures], report.stopped, report.exit_code,
-                   report.pending, report.orphans)
+                   report.pending, report.orphans, warnings=[(w.node, w.reason) for w in report.warnings])
 
 
 def _killed(store: Store, campaign_id: str) -> list[KilledBuild]:

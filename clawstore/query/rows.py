@@ -162,6 +162,7 @@ def _node_row(node: Mapping[str, Any], record: Mapping[str, Any] | None, ctx: Ro
         "judge_repetition": _int32(address.get("judge_repetition")),
         "error_code": _str(error.get("code", summary.get("error_code"))),
         "error_message": _shown_text(_str(error.get("message", summary.get("error_message")))),
+        "prompt_warning": _str(summary.get("prompt_warning")),
         **{name: _int(metrics.get(name)) for name in TOKEN_METRICS},
         **_cost_columns(_str(node.get("kind") or rec.get("kind")), node.get("action"), record),
         **{f"{name}_known": _known_tokens(metrics, name) for name in KNOWN_TOKENS},

@@ -94,6 +94,8 @@ RUN_SUMMARY = [
     Column("endpoint", "VARCHAR", "provider endpoint (base URL) used"),
     Column("attempts", "INTEGER", "requests sent to the provider, retries after 429/5xx/timeouts included (NULL: "
            "unknown, a record made before session 73 or an OpenClaw run)"),
+    Column("prompt_warning", "VARCHAR", "the server may have cut the prompt: its first reply counted implausibly few "
+           "prompt tokens for what was sent (a heuristic; NULL: none, or a record made before session 80)"),
 ]
 CHECK_FIELDS = [  # from each check of a checks record's summary
     Column("check_id", "VARCHAR", "id of the deterministic check"),
@@ -106,6 +108,8 @@ JUDGE_SUMMARY = [
     Column("judge_model", "VARCHAR", "model that judged"),
     Column("attempts", "INTEGER", "requests sent to the judge, retries after 429/5xx/timeouts and invalid answers "
            "asked again included (NULL: unknown, a record made before session 73)"),
+    Column("prompt_warning", "VARCHAR", "the server may have cut the judge's prompt: its reply counted implausibly few "
+           "prompt tokens for what was sent (a heuristic; NULL: none, or a record made before session 80)"),
 ]
 RESULT_SUMMARY = [
     Column("passed", "BOOLEAN", "pass verdict against pass_threshold (null if no threshold)"),
@@ -183,6 +187,8 @@ PHYSICAL: dict[str, list[Column]] = {
         Column("judge_run_id", "VARCHAR", "judge nodes: judge run plan id"),
         Column("judge_repetition", "INTEGER", "judge nodes: judge repetition index"),
         *_ERROR,
+        Column("prompt_warning", "VARCHAR", "run and judge nodes: the server may have cut the prompt (runs' and "
+               "judgements' prompt_warning)"),
         *_TOKENS,
         *_TIMES,
         *_BUILD_CONTEXT,

@@ -236,11 +236,16 @@ def _problem(node: Row) -> str | None:
     if node["status"] in _OK or (node["kind"] == "checks" and node["status"] == "failed"):
         if node["action"] != "fail":
             return None
+    detail = ": ".join(str(p) for p in (node["error_code"], node["error_message"]) if p)
+    return f"{_where(node)}: {node['status'] or node['action']}" + (f" ({detail})" if detail else "")
+
+
+def _where(node: Row) -> str:
+    """"run rep 0", "judge rep 0 judge main#1": which node of a row a problem is of."""
     where = f"rep {node['repetition']}" if node["repetition"] is not None else ""
     if node["kind"] == "judge":
         where += f" judge {node['judge_run_id']}#{node['judge_repetition']}"
-    detail = ": ".join(str(p) for p in (node["error_code"], node["error_message"]) if p)
-    return f"{node['kind']} {where.strip()}: {node['status'] or node['action']}" + (f" ({detail})" if detail else "")
+    return f"{node['kind']} {where.strip()}"
 
 
 class _Cost:
@@ -286,6 +291,8 @@ def _row(model: str, case: str, nodes: list[Row], results: list[Row]) -> ReportR
         kind, status = node["kind"], node["status"]
         if (problem := _problem(node)) is not None:
             problems.append(problem)
+        if warning := node.get("prompt_warning"):  # (a heuristic: its status stands; docs/runners.md)
+            problems.append(f"{_where(node)}: warning: {warning}")
         if kind == "run":
             run_cost.add(node)
             if action := node["action"]:
@@ -528,8 +535,8 @@ def load_head(store: StoreReader, campaign_id: str, read: str | None = None) -> 
 
 # The columns the report reads of each table (the others are left in the files).
 _NODE_COLUMNS = ("model_id", "case_id", "kind", "status", "action", "repetition", "judge_run_id", "judge_repetition",
-                 "error_code", "error_message", "cost_usd", "cost_source", "cost_known_usd", "latency_s",
-                 "input_tokens", "output_tokens", "input_tokens_known", "output_tokens_known")
+                 "error_code", "error_message", "prompt_warning", "cost_usd", "cost_source", "cost_known_usd",
+                 "latency_s", "input_tokens", "output_tokens", "input_tokens_known", "output_tokens_known")
 COLUMNS = {"nodes": _NODE_COLUMNS,
            "results": ("model_id", "case_id", "passed", "pass_threshold", "final_score", *DIMENSIONS),
            "judgements": ("model_id", "case_id", "judge_run_id", "run_key", "overall_score", *DIMENSIONS)}

@@ -27,6 +27,7 @@ from clawstore.values import jsontext
 from clawstore.values.canonical import field_values
 from clawstore.values.costs import KnownPart
 from clawstore.values.earlier import earlier_attempts
+from clawstore.values.prompt_cut import TRUNCATED_CODE, PromptGrowth, dense_warning
 
 RUNNER_TYPE = "llm_probe"
 DEFAULT_TIMEOUT_S = 30.0
@@ -83,6 +84,11 @@ class SettingsError(ValueError):
 class MaxTurnsExceeded(Exception):
     """The model kept calling tools past max_turns: its own outcome, recorded as
     incomplete/max_turns_exceeded (cached and scored like an answer, never re-sent)."""
+
+
+class PromptTruncated(Exception):
+    """A reply's prompt count shows the server cut the conversation (values/prompt_cut.py): the model's outcome on this
+    server as configured, incomplete/prompt_truncated_by_server (asked again, it would cut it again)."""
 
 
 @dataclass(frozen=True)
@@ -219,6 +225,8 @@ class _Run:
         self.provider_meta: dict[str, Any] = {}
         self.attempts = 0
         self.calls = 0
+        self.growth = PromptGrowth()  # the calls' prompt counts, which only grow as the conversation does
+        self.warnings: list[str] = []
 
     def chat(self, params: ExecutionParameters, body: dict[str, Any]) -> ChatResult:
         self.calls += 1
@@ -291,6 +299,7 @@ class _Run:
             body["tool_choice"] = params.tool_choice
         for _turn in range(params.max_turns):
             result = self.chat(params, {**body, "messages": conversation})
+            cut = self._prompt_signs(conversation, result)
             message = result.message
             content = _text(message.get("content"))
             calls = _tool_calls(message)
@@ -298,6 +307,8 @@ class _Run:
             self.trace.message(str(message.get("role") or "assistant"), content, message.get("name"), metadata)
             for call in calls:
                 self.trace.tool_call(call.call_id, call.name, call.raw_arguments, call.parsed, call.metadata)
+            if cut is not None:  # (its reply recorded above; no tool of it runs, no further turn is paid for)
+                raise PromptTruncated(cut)
             if not calls or not toolbox.enabled:
                 return self._finish(content, bool(calls))
             # No text beside the calls: `content` left out (optional there), not null, which some servers refuse.
@@ -317,6 +328,16 @@ class _Run:
             if body.get("tool_choice") not in (None, "auto", "none"):
                 body["tool_choice"] = "auto"
         raise MaxTurnsExceeded(f"no final answer within max_turns={params.max_turns} provider calls")
+
+    def _prompt_signs(self, conversation: list[dict[str, Any]], result: ChatResult) -> str | None:
+        """What the reply's prompt count says of the request it answered: a cut (returned) when the count fell as
+        the conversation grew; a warning in the trace when the first call's is implausibly small (a heuristic)."""
+        served_by = (result.provider_meta.get("provider_name"), result.provider_meta.get("provider_model_id"))
+        cut = self.growth.observe(self.calls, conversation, result.raw_usage, served_by)
+        if self.calls == 1 and (warning := dense_warning(conversation, result.raw_usage)) is not None:
+            self.warnings.append(warning)
+            self.trace.runner("prompt_tokens_implausible", warning, {"call": self.calls})
+        return cut
 
     def _run_tool(self, toolbox: ToolBox, call: _ToolCall) -> dict[str, Any]:
         if call.parsed is None or not isinstance(call.parsed, dict):
@@ -389,6 +410,8 @@ def run_llm_probe(spec: LlmProbeSpec, client: ProviderClient, sandbox_dir: Path 
         status, error = "failed", RunError("runner_configuration_error", str(exc), "configuration_error")
     except MaxTurnsExceeded as exc:
         status, error = "incomplete", RunError("max_turns_exceeded", str(exc), "output_error")
+    except PromptTruncated as exc:
+        status, error = "incomplete", RunError(TRUNCATED_CODE, str(exc), "output_error")
     except Exception as exc:  # noqa: BLE001 - any other failure is recorded, never raised
         status, error = "failed", RunError("runner_execution_failed", f"{type(exc).__name__}: {exc}",
                                            "execution_error")
@@ -417,6 +440,7 @@ def run_llm_probe(spec: LlmProbeSpec, client: ProviderClient, sandbox_dir: Path 
             "tool_names": enabled_tools(spec.tools),
             "retry_policy": "per_request",
             "sandbox": {"root": "/", "workdir": WORKDIR, "shell": "bubblewrap", "network": spec.network},
+            **({"warnings": run.warnings} if run.warnings else {}),
         },
     )
 

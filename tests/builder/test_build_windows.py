@@ -157,7 +157,8 @@ def test_the_rows_are_printed_as_one_table_or_one_json_object_of_them_all(
     assert capsys.readouterr().out == json.dumps(
         {"campaign": "campaign", "build_id": "build", "rows": rows, "counts": {"executed": 1},
          "metrics": {"cost_usd": 0.5, "cost_known_usd": 0.5}, "failures": [{"node": "run/m/c/0", "reason": "why"}],
-         "stopped": None, "exit_code": 0, "pending_in_batches": 0, "killed_builds": []}, sort_keys=True) + "\n"
+         "stopped": None, "exit_code": 0, "pending_in_batches": 0, "killed_builds": [], "warnings": []},
+        sort_keys=True) + "\n"
     build_view.print_built(built, "text")
     table = capsys.readouterr().out.split("\n\nbuild build")[0]
     evaluated = any("eval" in row for row in rows)

@@ -60,6 +60,10 @@ def test_a_looping_model_stops_at_max_turns_each_turn_counted_and_kept(claw: Cla
         run, usages = by_case[case], run_usages(relay, case)
         assert len(usages) == TURNS and run.status == "incomplete" and run.cacheable, run
         assert run.error and run.error["code"] == "max_turns_exceeded", run.error
+        # a real server's counts grow with the conversation (its cache reused): the cut detector never trips here
+        # (values/prompt_cut.py; llama-cpp-python refuses a prompt over n_ctx, it never cuts one)
+        prompts = [u["prompt_tokens"] for u in usages]
+        assert prompts == sorted(set(prompts)) and len(set(prompts)) == TURNS, prompts
         assert run.metrics.input_tokens == sum(u["prompt_tokens"] for u in usages)
         assert run.metrics.output_tokens == sum(u["completion_tokens"] for u in usages)
         assert run.metrics.cost_source == "priced" and run.metrics.cost_usd == pytest.approx(priced(usages))
