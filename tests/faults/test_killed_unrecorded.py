@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 
 from clawstore.spend.killed import as_logged
-from clawstore.testing.standin import StandIn, text, tool_call
+from clawstore.testing.standin import StandIn, text
 from tests.hostile.attack import CLAW
-from tests.hostile.test_paid_unrecorded import HUGE, TOP_PRICE
+from tests.hostile.test_paid_unrecorded import TOP_PRICE, huge_tool_loop
 from tests.support.claw import env, ws  # noqa: F401 - fixtures
 from tests.support.prepared import run_here
 from tests.support.workspace import Workspace
@@ -31,7 +31,7 @@ def test_a_paid_answer_no_record_holds_is_in_the_killed_builds_log_before_its_ot
     ws.suite("main", ["big", "m1"])
     ws.edit("suites/main.yaml", lambda d: d["models"][0].update(pricing=TOP_PRICE))
     ws.run_profile(concurrency=4, defaults={"timeout_seconds": 900})
-    standin.script("vendor/big", tool_call("read_file", {"path": "notes.txt"}, usage=HUGE), match="2 + 2")
+    standin.script("vendor/big", *huge_tool_loop(), match="2 + 2")
     standin.set_default(text("four", latency=600))
     builds = Path(os.environ["CLAW_STORE"]) / "builds"
     build = subprocess.Popen([CLAW, "build", *CAMPAIGN], cwd=ws.root, env=dict(os.environ),

@@ -17,13 +17,20 @@ HUGE = {"prompt_tokens": 100_000_000, "completion_tokens": 100_000_000, "total_t
 TOP_PRICE = {"input": 10_000, "output": 10_000}
 
 
+def huge_tool_loop(turns: int = 8) -> list[dict]:
+    """A tool loop of `turns` replies, each reporting nearly the most one may, its prompt count growing as the
+    conversation does (one that did not grow would be a prompt the server cut: values/prompt_cut.py)."""
+    growing = [{**HUGE, "prompt_tokens": HUGE["prompt_tokens"] - turns + turn} for turn in range(1, turns + 1)]
+    return [tool_call("read_file", {"path": "notes.txt"}, usage=usage) for usage in growing]
+
+
 def test_a_paid_run_whose_record_is_refused_counts_as_unknown_never_0(ws: Workspace,  # noqa: F811
                                                                        standin: StandIn) -> None:
     # big/alpha loops on a tool for its 8 turns: 16,000,000 USD priced, past what a record holds (10,000,000)
     ws.edit("cases/alpha/test.yaml", lambda d: d["input"].update(context={"llm_probe": {"tools": ["read_file"]}}))
     ws.suite("main", ["big", "m1"])
     ws.edit("suites/main.yaml", lambda d: d["models"][0].update(pricing=TOP_PRICE))
-    standin.script("vendor/big", tool_call("read_file", {"path": "notes.txt"}, usage=HUGE), match="2 + 2")
+    standin.script("vendor/big", *huge_tool_loop(), match="2 + 2")
     standin.script("vendor/big", text("blue", usage=HUGE))
     first = run_claw(ws.root, *BUILD)
     assert first.code == 1 and "Traceback" not in first.stdout + first.stderr, first
