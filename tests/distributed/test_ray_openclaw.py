@@ -79,6 +79,21 @@ def _build(ws: Workspace, driver: FakeDocker, *extra: str) -> dict:
     return json.loads(done.stdout)
 
 
+def _first_agent(proc: subprocess.Popen, nodes_docker: FakeDocker) -> dict[str, int]:
+    """The agent container the build's case started on a node (its name: its process id), waited for while the
+    build runs (at most 180 s)."""
+    first: dict[str, int] = {}
+    deadline = time.monotonic() + 180
+    while not first and time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        for marker in (nodes_docker.state / "containers").glob("*-turn1.json"):
+            with contextlib.suppress(FileNotFoundError, ValueError):
+                first[marker.stem] = json.loads(marker.read_text())["pid"]
+        time.sleep(0.05)
+    assert first, "the agent's container started on a node"
+    return first
+
+
 def test_openclaw_cases_run_on_the_cluster_and_are_stored_by_the_driver(
         cluster: RayCluster, nodes_docker: FakeDocker, tmp_path: Path) -> None:
     driver = _fake(tmp_path / "driver-engine")  # the driver's own engine: it only resolves the image
@@ -158,20 +173,12 @@ def test_the_container_of_a_run_lost_with_its_worker_is_stopped_before_the_case_
     env.update({"OPENROUTER_API_KEY": SECRET, "FAKE_DOCKER_STATE": str(driver.state),
                 "FAKE_DOCKER_SCENARIO": str(driver.scenario_path)})
     nodes_docker.script(turns=[{**TURNS[0], "sleep": 300}])  # an agent at work far past this test
-    first: dict = {}
     try:
         proc = subprocess.Popen([sys.executable, "-m", "clawstore.cli", "build", "--suite", "main", "--run-profile",
                                  "rp", "--case", "oc_a", "--model", "m1", "--output", "json", "--executor", "ray",
                                  "--ray-address", cluster.address],
                                 cwd=ws.root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 180
-        while not first and time.monotonic() < deadline:
-            assert proc.poll() is None, proc.communicate()
-            for marker in (nodes_docker.state / "containers").glob("*-turn1.json"):
-                with contextlib.suppress(FileNotFoundError, ValueError):
-                    first[marker.stem] = json.loads(marker.read_text())["pid"]
-            time.sleep(0.05)
-        assert first, "the agent's container started on a node"
+        first = _first_agent(proc, nodes_docker)
         working = cluster.worker_pids(b"ray::_openclaw_on_node")
         assert working, "its Ray task runs"
         nodes_docker.script(turns=TURNS)  # the case's second run: quick
@@ -223,23 +230,15 @@ def test_a_case_the_driver_gives_up_waiting_for_has_its_container_stopped_and_na
     env.update({"OPENROUTER_API_KEY": SECRET, "FAKE_DOCKER_STATE": str(driver.state),
                 "FAKE_DOCKER_SCENARIO": str(driver.scenario_path)})
     nodes_docker.script(turns=[{**TURNS[0], "sleep": 300}])  # an agent at work far past the driver's patience
-    before, first = len(nodes_docker.calls()), {}
+    before = len(nodes_docker.calls())
     try:
         # (30 s: time for a loaded node to start the container, which the test waits for)
         proc = subprocess.Popen([sys.executable, "-c", IMPATIENT % {"patience": 30.0}, "build", "--suite", "main",
                                  "--run-profile", "rp", "--case", "oc_a", "--model", "m1", "--output", "json",
                                  "--executor", "ray", "--ray-address", cluster.address],
                                 cwd=ws.root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 180
-        while not first and time.monotonic() < deadline:
-            assert proc.poll() is None, proc.communicate()
-            for marker in (nodes_docker.state / "containers").glob("*-turn1.json"):
-                with contextlib.suppress(FileNotFoundError, ValueError):
-                    first[marker.stem] = json.loads(marker.read_text())["pid"]
-            time.sleep(0.05)
-        assert first, "the agent's container started on a node"
+        [(name, pid)] = _first_agent(proc, nodes_docker).items()
         out, err = proc.communicate(timeout=240)
-        [(name, pid)] = first.items()
         assert not process_alive(pid, 0), "the given-up run's container still runs its agent"  # (before the finally)
     finally:
         if proc.poll() is None:
@@ -379,21 +378,12 @@ def test_a_killed_drivers_container_on_a_node_is_removed_by_its_watchdog(
     env.update({"OPENROUTER_API_KEY": SECRET, "FAKE_DOCKER_STATE": str(driver.state),
                 "FAKE_DOCKER_SCENARIO": str(driver.scenario_path)})
     nodes_docker.script(turns=[{**TURNS[0], "sleep": 300}])  # an agent at work far past this test
-    found: dict = {}
     try:
         proc = subprocess.Popen([sys.executable, "-m", "clawstore.cli", "build", "--suite", "main", "--run-profile",
                                  "rp", "--case", "oc_a", "--model", "m1", "--executor", "ray",
                                  "--ray-address", cluster.address],
                                 cwd=ws.root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 180
-        while not found and time.monotonic() < deadline:
-            assert proc.poll() is None
-            for marker in (nodes_docker.state / "containers").glob("*-turn1.json"):
-                with contextlib.suppress(FileNotFoundError, ValueError):
-                    found[marker.stem] = json.loads(marker.read_text())["pid"]
-            time.sleep(0.05)
-        assert found, "the agent's container started on a node"
-        [(name, pid)] = found.items()
+        [(name, pid)] = _first_agent(proc, nodes_docker).items()
         working = cluster.worker_pids(b"ray::_openclaw_on_node")
         proc.send_signal(signal.SIGKILL)
         proc.wait()
