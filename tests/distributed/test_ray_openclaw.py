@@ -68,15 +68,21 @@ def _workspace(root: Path, cli: str) -> Workspace:
 
 
 def _build(ws: Workspace, driver: FakeDocker, *extra: str) -> dict:
-    env = {k: v for k, v in os.environ.items() if k != "CLAW_STORE"}
-    env.update({"OPENROUTER_API_KEY": SECRET, "FAKE_DOCKER_STATE": str(driver.state),
-                "FAKE_DOCKER_SCENARIO": str(driver.scenario_path)})
+    env = _driver_env(driver)
     done = subprocess.run([sys.executable, "-m", "clawstore.cli", "build", "--suite", "main", "--run-profile", "rp",
                            "--output", "json", *extra], cwd=ws.root, env=env, capture_output=True, text=True,
                           timeout=600)
     assert done.returncode == 0, done.stderr
     assert SECRET not in done.stdout + done.stderr
     return json.loads(done.stdout)
+
+
+def _driver_env(driver: FakeDocker) -> dict[str, str]:
+    """The environment a driver's `claw build` runs in: its engine (the fake one), the key, the workspace's store."""
+    env = {k: v for k, v in os.environ.items() if k != "CLAW_STORE"}
+    env.update({"OPENROUTER_API_KEY": SECRET, "FAKE_DOCKER_STATE": str(driver.state),
+                "FAKE_DOCKER_SCENARIO": str(driver.scenario_path)})
+    return env
 
 
 def _first_agent(proc: subprocess.Popen, nodes_docker: FakeDocker) -> dict[str, int]:
@@ -127,9 +133,7 @@ def test_an_openclaw_run_lost_with_its_worker_is_run_again_and_its_spend_shows(
     driver = _fake(tmp_path / "driver-engine")
     ws = _workspace(tmp_path / "ws", driver.cli)
     ws.edit("suites/main.yaml", lambda d: [m.update(pricing={"input": 1.0, "output": 2.0}) for m in d["models"]])
-    env = {k: v for k, v in os.environ.items() if k != "CLAW_STORE"}
-    env.update({"OPENROUTER_API_KEY": SECRET, "FAKE_DOCKER_STATE": str(driver.state),
-                "FAKE_DOCKER_SCENARIO": str(driver.scenario_path)})
+    env = _driver_env(driver)
     nodes_docker.script(turns=[{**TURNS[0], "sleep": 2}])  # the agent at work long enough to be killed in
     try:
         proc = subprocess.Popen([sys.executable, "-m", "clawstore.cli", "build", "--suite", "main", "--run-profile",
@@ -169,9 +173,7 @@ def test_the_container_of_a_run_lost_with_its_worker_is_stopped_before_the_case_
     beside the second run, unseen."""
     driver = _fake(tmp_path / "driver-engine")
     ws = _workspace(tmp_path / "ws", driver.cli)
-    env = {k: v for k, v in os.environ.items() if k != "CLAW_STORE"}
-    env.update({"OPENROUTER_API_KEY": SECRET, "FAKE_DOCKER_STATE": str(driver.state),
-                "FAKE_DOCKER_SCENARIO": str(driver.scenario_path)})
+    env = _driver_env(driver)
     nodes_docker.script(turns=[{**TURNS[0], "sleep": 300}])  # an agent at work far past this test
     try:
         proc = subprocess.Popen([sys.executable, "-m", "clawstore.cli", "build", "--suite", "main", "--run-profile",
@@ -226,9 +228,7 @@ def test_a_case_the_driver_gives_up_waiting_for_has_its_container_stopped_and_na
     case fails; the give-up error says so, and names those the driver found."""
     driver = _fake(tmp_path / "driver-engine")
     ws = _workspace(tmp_path / "ws", driver.cli)
-    env = {k: v for k, v in os.environ.items() if k != "CLAW_STORE"}
-    env.update({"OPENROUTER_API_KEY": SECRET, "FAKE_DOCKER_STATE": str(driver.state),
-                "FAKE_DOCKER_SCENARIO": str(driver.scenario_path)})
+    env = _driver_env(driver)
     nodes_docker.script(turns=[{**TURNS[0], "sleep": 300}])  # an agent at work far past the driver's patience
     before = len(nodes_docker.calls())
     try:
@@ -374,9 +374,7 @@ def test_a_killed_drivers_container_on_a_node_is_removed_by_its_watchdog(
     with the worker: the `rm` is what tells.)"""
     driver = _fake(tmp_path / "driver-engine")
     ws = _workspace(tmp_path / "ws", driver.cli)
-    env = {k: v for k, v in os.environ.items() if k != "CLAW_STORE"}
-    env.update({"OPENROUTER_API_KEY": SECRET, "FAKE_DOCKER_STATE": str(driver.state),
-                "FAKE_DOCKER_SCENARIO": str(driver.scenario_path)})
+    env = _driver_env(driver)
     nodes_docker.script(turns=[{**TURNS[0], "sleep": 300}])  # an agent at work far past this test
     try:
         proc = subprocess.Popen([sys.executable, "-m", "clawstore.cli", "build", "--suite", "main", "--run-profile",
@@ -412,9 +410,7 @@ def test_a_driver_whose_engine_lacks_the_image_refuses_before_it_asks_the_cluste
     _build(ws, driver)  # locally, with the image: the store and the campaign's head made
     head = Store(ws.root / "store").get_ref(head_ref("main__rp__none"))
     driver.script(images={}, turns=TURNS)
-    env = {k: v for k, v in os.environ.items() if k != "CLAW_STORE"}
-    env.update({"OPENROUTER_API_KEY": SECRET, "FAKE_DOCKER_STATE": str(driver.state),
-                "FAKE_DOCKER_SCENARIO": str(driver.scenario_path)})
+    env = _driver_env(driver)
     done = subprocess.run([sys.executable, "-m", "clawstore.cli", "build", "--suite", "main", "--run-profile", "rp",
                            "--executor", "ray", "--ray-address", f"127.0.0.2:{_closed_port()}"], cwd=ws.root,
                           env=env, capture_output=True, text=True, timeout=120)
