@@ -76,18 +76,20 @@ def measure(host: str, image: str, root: Path, runs: int) -> int:
             began = time.monotonic()
             outcome = run_openclaw(spec, store, root)
             total = time.monotonic() - began
-            inside = outcome.artifact["runner_metadata"]["openclaw"]["metadata"]["container_seconds"]
-            rows.append((outcome.status, total, inside))
+            metadata = outcome.artifact["runner_metadata"]["openclaw"]["metadata"]
+            inside, started = metadata["container_seconds"], len(metadata["invocations"])
+            rows.append((outcome.status, total, inside, started))
             print(f"run {index + 1}: {outcome.status:9s} total {total:6.2f} s   in containers {inside:6.2f} s   "
-                  f"harness overhead {total - inside:5.3f} s")
+                  f"harness overhead {total - inside:5.3f} s   containers {started}")
     start = statistics.median(starts)
-    overhead = statistics.median(total - inside for _s, total, inside in rows)
-    invocations = 2  # validate + one turn
+    overhead = statistics.median(total - inside for _s, total, inside, _n in rows)
+    # validate + one turn, or the turn alone when an identical config's validation is remembered (validated.py)
+    invocations = statistics.median(n for *_r, n in rows)
     print(f"container start alone (docker run --rm true, median of 3): {start:.3f} s")
     print(f"harness overhead per run (median of {runs}): {overhead:.3f} s "
-          f"= {overhead / start:.2f}x one container start; each run starts {invocations} containers "
-          f"({invocations * start:.2f} s of bare start time inside the container figure)")
-    return 0 if all(status == "success" for status, _t, _i in rows) else 1
+          f"= {overhead / start:.2f}x one container start; each run starts {invocations:g} containers "
+          f"(median; {invocations * start:.2f} s of bare start time inside the container figure)")
+    return 0 if all(status == "success" for status, *_r in rows) else 1
 
 
 if __name__ == "__main__":
