@@ -3,7 +3,8 @@
 The suite is CPU-bound on two cores (docs/testing.md, "What the suite spends"): its wall time follows the CPU its
 tests spend, which, unlike wall time, does not move with what else runs on the machine. Use:
 `CPU_PER_TEST_DIR=/tmp/cpu python3 -m pytest -p tests.support.cpu_per_test ...`; each process writes
-`<worker>-<pid>.tsv` there: node id, wall s, the worker's own CPU s, its reaped children's CPU s. A child is counted
+`<worker>-<pid>.tsv` there: node id, wall s, the worker's own CPU s, its reaped children's CPU s, its start (Unix
+time: a worker's timeline shows which group ends the run last). A child is counted
 when it is reaped: a server a session fixture starts shows at the test its teardown follows.
 """
 
@@ -36,7 +37,8 @@ def _out() -> IO[str]:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-    wall, own, children = time.monotonic(), _cpu(resource.RUSAGE_SELF), _cpu(resource.RUSAGE_CHILDREN)
+    start, wall = time.time(), time.monotonic()
+    own, children = _cpu(resource.RUSAGE_SELF), _cpu(resource.RUSAGE_CHILDREN)
     yield
     _out().write(f"{item.nodeid}\t{time.monotonic() - wall:.3f}\t{_cpu(resource.RUSAGE_SELF) - own:.3f}\t"
-                 f"{_cpu(resource.RUSAGE_CHILDREN) - children:.3f}\n")
+                 f"{_cpu(resource.RUSAGE_CHILDREN) - children:.3f}\t{start:.1f}\n")
