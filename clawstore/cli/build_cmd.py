@@ -76,12 +76,15 @@ def build(suite: str, run_profile: str, evaluation_profile: str | None, cases: t
 
         click.echo(render_plan(refused.plan, output))
         raise
-    for line in built.notes:
-        click.echo(line, err=True)
-    if built.orphans:
-        click.echo(f"claw: note: stopped {len(built.orphans)} OpenClaw container(s) that killed builds left "
-                   f"running: {', '.join(built.orphans)}", err=True)
-    print_built(built, output)
+    try:
+        for line in built.notes:
+            click.echo(line, err=True)
+        if built.orphans:
+            click.echo(f"claw: note: stopped {len(built.orphans)} OpenClaw container(s) that killed builds left "
+                       f"running: {', '.join(built.orphans)}", err=True)
+        print_built(built, output)
+    finally:
+        built.close()
     if not built.from_stamp:
         raise SystemExit(built.exit_code)
 

@@ -93,6 +93,13 @@ class Built:
     killed: list[KilledBuild] = field(default_factory=list)  # named in `notes`; `--output json`'s `killed_builds`
     warnings: list[tuple[str, str]] = field(default_factory=list)  # (node, warning): a prompt its server may have cut
 
+    def close(self) -> None:
+        """Let go of the rows' files (a build's are temporary files, builder/rows.py; a stamp's are a list): left to
+        the garbage collector, an in-process caller's builds kept them open until it ran."""
+        closing = getattr(self.rows, "close", None)
+        if closing is not None:
+            closing()
+
     @classmethod
     def of(cls, report: BuildReport) -> Built:
         return cls(report.campaign_id, report.build_id, report.rows, report.counts, report.metrics,
