@@ -181,13 +181,28 @@ def test_the_container_of_a_run_lost_with_its_worker_is_stopped_before_the_case_
     assert event["metadata"]["containers_stopped"] == [name], event
 
 
-# `claw build` whose driver waits for an OpenClaw task `patience` seconds in all (the run's own limit, 60 s, plus a
-# margin made negative here: the driver gives up while the agent works on).
+# `claw build` whose driver's patience with an OpenClaw task (the run's own limit, 60 s, plus a margin) runs out when
+# the test says so: its wait for the task (run_openclaw's `ray.get(ref, timeout=patience)`) raises GetTimeoutError as
+# that wait does at its end, once the file `told` exists, while the agent works on. (Before session 81 the patience
+# was a fixed 30 s, long for a loaded node to start the container in time: 25 s of it were waited out.)
+PATIENCE_S = 240.0  # (past _first_agent's 180 s: the test's bound, not the driver's, tells of a node that never starts)
 IMPATIENT = """
-import sys
+import os, sys, time
+import ray
 from clawstore.builder import ray_client
 
 ray_client.OPENCLAW_MARGIN_S = %(patience)r - 60
+told, get = sys.argv.pop(1), ray.get
+
+def get_until_told(refs, *, timeout=None, **kwargs):
+    if timeout == %(patience)r:  # (the wait for the task; the give-up's own waits are shorter)
+        deadline = time.monotonic() + timeout
+        while not ray.wait([refs], timeout=0.05)[0]:
+            if os.path.exists(told) or time.monotonic() >= deadline:
+                raise ray.exceptions.GetTimeoutError("the driver's patience ran out")
+    return get(refs, timeout=timeout, **kwargs)
+
+ray.get = get_until_told
 sys.argv = ["claw", *sys.argv[1:]]
 from clawstore.cli import entry
 entry()
@@ -205,13 +220,14 @@ def test_a_case_the_driver_gives_up_waiting_for_has_its_container_stopped_and_na
     env = _driver_env(driver)
     nodes_docker.script(turns=[{**TURNS[0], "sleep": 300}])  # an agent at work far past the driver's patience
     before = len(nodes_docker.calls())
+    told = tmp_path / "give-up"
     try:
-        # (30 s: time for a loaded node to start the container, which the test waits for)
-        proc = subprocess.Popen([sys.executable, "-c", IMPATIENT % {"patience": 30.0}, "build", "--suite", "main",
-                                 "--run-profile", "rp", "--case", "oc_a", "--model", "m1", "--output", "json",
-                                 "--executor", "ray", "--ray-address", cluster.address],
+        proc = subprocess.Popen([sys.executable, "-c", IMPATIENT % {"patience": PATIENCE_S}, str(told), "build",
+                                 "--suite", "main", "--run-profile", "rp", "--case", "oc_a", "--model", "m1",
+                                 "--output", "json", "--executor", "ray", "--ray-address", cluster.address],
                                 cwd=ws.root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         [(name, pid)] = _first_agent(proc, nodes_docker).items()
+        told.touch()  # the driver's patience runs out now, the agent at work
         out, err = proc.communicate(timeout=240)
         assert not process_alive(pid, 0), "the given-up run's container still runs its agent"  # (before the finally)
     finally:
