@@ -399,14 +399,15 @@ class StartsWhenTold(ray_client._ChatWorker):
 
 ray_client._ChatWorker = StartsWhenTold
 ray_client._code_tag = lambda: "given-up-" + uuid.uuid4().hex[:8]  # actors of their own
-ray_client.MAX_BACKOFF_S = ray_client.CHAT_MARGIN_S = 0.0  # patience: the request's timeout, 2 s
+# Patience: the request's timeout, 0.5 s (no actor starts before MARK, made after the give-up: a longer one only waits)
+ray_client.MAX_BACKOFF_S = ray_client.CHAT_MARGIN_S = 0.0
 client = ray_client.RayClient()
 endpoint = resolve_endpoint({{}})
 get, kept = ray.get, []
 ray.get = lambda ref, **kw: kept.append(ref) or get(ref, **kw)
 try:
     client.chat(endpoint, {{"model": "vendor/m1", "messages": [{{"role": "user", "content": "given up"}}]}},
-                timeout=2.0, retries=0)
+                timeout=0.5, retries=0)
     error = None
 except ProviderError as exc:
     error = exc.message

@@ -108,7 +108,8 @@ def test_an_openclaw_run_lost_with_its_worker_is_run_again_and_its_spend_shows(
     ws = _workspace(tmp_path / "ws", driver.cli)
     ws.edit("suites/main.yaml", lambda d: [m.update(pricing={"input": 1.0, "output": 2.0}) for m in d["models"]])
     env = _driver_env(driver)
-    nodes_docker.script(turns=[{**TURNS[0], "sleep": 2}])  # the agent at work long enough to be killed in
+    killed = tmp_path / "killed"
+    nodes_docker.script(turns=[{**TURNS[0], "until": str(killed)}])  # the agent at work until the kill (not 2 s each)
     try:
         proc = subprocess.Popen([sys.executable, "-m", "clawstore.cli", "build", "--suite", "main", "--run-profile",
                                  "rp", "--output", "json", "--executor", "ray", "--ray-address", cluster.address],
@@ -119,8 +120,10 @@ def test_an_openclaw_run_lost_with_its_worker_is_run_again_and_its_spend_shows(
         assert working, "an OpenClaw case runs on the cluster"
         for pid in working:
             os.kill(pid, signal.SIGKILL)
+        killed.touch()  # (the runs that follow finish at once)
         out, err = proc.communicate(timeout=600)
     finally:
+        killed.touch()
         nodes_docker.script(turns=TURNS)
         nodes_docker.end_containers()
     assert proc.returncode == 0, err
@@ -248,8 +251,9 @@ def test_a_case_the_driver_gives_up_waiting_for_has_its_container_stopped_and_na
     assert "not stopped" not in row["error"], row  # (the watchdog, or the driver, removed it: which, a race)
 
 
-# A driver that holds every CPU of the cluster with tasks of its own, gives up after 2 s on an OpenClaw case queued
-# behind them, then lets them go and waits for the given-up task to end (its ref kept as the client submits it).
+# A driver that holds every CPU of the cluster with tasks of its own, gives up after 0.5 s on an OpenClaw case queued
+# behind them, then lets them go and waits for the given-up task to end (its ref kept as the client submits it). (The
+# CPUs are held until after the give-up: a longer patience only waits.)
 QUEUED = """
 import json, sys, time
 from pathlib import Path
@@ -262,7 +266,7 @@ from clawstore.store import Store
 
 args = json.loads(sys.argv[1])
 root = Path(args["root"])
-ray_client.OPENCLAW_MARGIN_S = 2.0 - 60
+ray_client.OPENCLAW_MARGIN_S = 0.5 - 60
 client = ray_client.RayClient(args["address"])
 
 @ray.remote(num_cpus=1)
