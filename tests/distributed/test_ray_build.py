@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,25 +18,11 @@ from clawstore.testing.standin import StandIn, held
 from tests.support.benchrun import run_bench
 from tests.support.judging import JUDGE, eval_profile
 from tests.support.outcomes import request_bodies, run_outcomes
-from tests.support.raycluster import RayCluster, ray_available, ray_cluster
+from tests.support.raycluster import RayCluster, need_ray
 from tests.support.storefiles import pack_files
 from tests.support.workspace import SECRET, Workspace, many_cases, one_case
 
 BUILD = ("build", "--suite", "main", "--run-profile", "rp", "--output", "json")
-
-
-def need_ray() -> None:
-    reason = ray_available()
-    if reason:
-        pytest.fail(reason) if os.environ.get("CI") == "true" else pytest.skip(reason)
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[RayCluster]:
-    need_ray()
-    with ray_cluster({"OPENROUTER_API_KEY": SECRET}) as running:
-        yield running
-
 
 
 def wait_for_requests(standin: StandIn, count: int) -> None:
@@ -268,9 +253,12 @@ def test_a_killed_driver_resumes_without_resending_committed_work(cluster: RayCl
 
 
 def _provider_actors(cluster: RayCluster) -> list[str]:
+    """The builds' provider actors on the cluster: this checkout's (other tests' are named by tags of their own)."""
+    from clawstore.builder.ray_client import _code_tag
+
     script = (f"import ray; ray.init(address={cluster.address!r}, logging_level='ERROR'); "
               "print(' '.join(sorted(a['name'] for a in ray.util.list_named_actors(all_namespaces=True) "
-              "if a['name'].startswith('claw-provider-'))))")
+              f"if a['name'].startswith('claw-provider-{_code_tag()}-'))))")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
                           env=cluster.env)
     assert done.returncode == 0, done.stderr
@@ -411,14 +399,15 @@ class StartsWhenTold(ray_client._ChatWorker):
 
 ray_client._ChatWorker = StartsWhenTold
 ray_client._code_tag = lambda: "given-up-" + uuid.uuid4().hex[:8]  # actors of their own
-ray_client.MAX_BACKOFF_S = ray_client.CHAT_MARGIN_S = 0.0  # patience: the request's timeout, 2 s
+# Patience: the request's timeout, 0.5 s (no actor starts before MARK, made after the give-up: a longer one only waits)
+ray_client.MAX_BACKOFF_S = ray_client.CHAT_MARGIN_S = 0.0
 client = ray_client.RayClient()
 endpoint = resolve_endpoint({{}})
 get, kept = ray.get, []
 ray.get = lambda ref, **kw: kept.append(ref) or get(ref, **kw)
 try:
     client.chat(endpoint, {{"model": "vendor/m1", "messages": [{{"role": "user", "content": "given up"}}]}},
-                timeout=2.0, retries=0)
+                timeout=0.5, retries=0)
     error = None
 except ProviderError as exc:
     error = exc.message
@@ -491,7 +480,7 @@ def test_a_bad_config_is_reported_as_such_with_executor_ray(standin: StandIn, tm
 
 def test_the_distributed_bench_runs_at_smoke_size_on_this_cluster(cluster: RayCluster, tmp_path: Path) -> None:
     # bench/distributed_bench.py's smoke run (tests/test_bench_smoke.py runs the others), on this
-    # module's cluster instead of clusters of its own.
+    # folder's cluster (tests/distributed/conftest.py) instead of clusters of its own.
     proc = run_bench("distributed_bench", ["--runs", "10", "--latency", "0.05", "--concurrency", "4", "--repeat", "1",
                                            "--ray-address", cluster.address], tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]

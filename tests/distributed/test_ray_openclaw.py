@@ -10,43 +10,17 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from clawstore.host.durable import process_alive
 from clawstore.store import Store
-from tests.openclaw.conftest import FAKE_ID, FAKE_IMAGE, FakeDocker, basic_agent, fake_cli, payload
-from tests.support.raycluster import RayCluster, ray_available, ray_cluster
+from tests.distributed.conftest import TURNS, fake_engine
+from tests.openclaw.conftest import FAKE_ID, FAKE_IMAGE, FakeDocker, basic_agent
+from tests.support.raycluster import RayCluster, need_ray
 from tests.support.watchdogs import kill_watchdogs, watchdogs
 from tests.support.workspace import SECRET, Workspace, write_yaml
-
-TURNS = [{"write": {"report.md": "# Report\nAll done.\n"}, "payload": payload("Wrote report.md")}]
-
-
-def _fake(root: Path) -> FakeDocker:
-    cli = fake_cli(root / "bin")
-    fake = FakeDocker(str(cli), root / "state", root / "scenario.json")
-    fake.script(images={FAKE_IMAGE: {"Id": FAKE_ID}}, turns=TURNS)
-    return fake
-
-
-@pytest.fixture(scope="module")
-def nodes_docker(tmp_path_factory: pytest.TempPathFactory) -> FakeDocker:
-    """The container engine of the cluster's nodes: its calls land in its own state directory."""
-    return _fake(tmp_path_factory.mktemp("nodes-engine"))
-
-
-@pytest.fixture(scope="module")
-def cluster(nodes_docker: FakeDocker) -> Iterator[RayCluster]:
-    reason = ray_available()
-    if reason:
-        pytest.fail(reason) if os.environ.get("CI") == "true" else pytest.skip(reason)
-    with ray_cluster({"OPENROUTER_API_KEY": SECRET, "CLAW_OPENCLAW_NETWORK": "host",  # (the stand-in: 127.0.0.1)
-                      "FAKE_DOCKER_STATE": str(nodes_docker.state),
-                      "FAKE_DOCKER_SCENARIO": str(nodes_docker.scenario_path)}) as running:
-        yield running
 
 
 def _workspace(root: Path, cli: str) -> Workspace:
@@ -102,7 +76,7 @@ def _first_agent(proc: subprocess.Popen, nodes_docker: FakeDocker) -> dict[str, 
 
 def test_openclaw_cases_run_on_the_cluster_and_are_stored_by_the_driver(
         cluster: RayCluster, nodes_docker: FakeDocker, tmp_path: Path) -> None:
-    driver = _fake(tmp_path / "driver-engine")  # the driver's own engine: it only resolves the image
+    driver = fake_engine(tmp_path / "driver-engine")  # the driver's own engine: it only resolves the image
     ws = _workspace(tmp_path / "ws", driver.cli)
     before = len(nodes_docker.calls("run"))
     report = _build(ws, driver, "--executor", "ray", "--ray-address", cluster.address)
@@ -130,11 +104,12 @@ def test_an_openclaw_run_lost_with_its_worker_is_run_again_and_its_spend_shows(
     """A run whose Ray worker is killed while its agent works may have sent paid requests: the driver runs the
     case again, and its cost reads unknown, at least what the run that finished spent (before session 78 Ray ran
     it again itself and the case's cost was the second run's alone, a known number)."""
-    driver = _fake(tmp_path / "driver-engine")
+    driver = fake_engine(tmp_path / "driver-engine")
     ws = _workspace(tmp_path / "ws", driver.cli)
     ws.edit("suites/main.yaml", lambda d: [m.update(pricing={"input": 1.0, "output": 2.0}) for m in d["models"]])
     env = _driver_env(driver)
-    nodes_docker.script(turns=[{**TURNS[0], "sleep": 2}])  # the agent at work long enough to be killed in
+    killed = tmp_path / "killed"
+    nodes_docker.script(turns=[{**TURNS[0], "until": str(killed)}])  # the agent at work until the kill (not 2 s each)
     try:
         proc = subprocess.Popen([sys.executable, "-m", "clawstore.cli", "build", "--suite", "main", "--run-profile",
                                  "rp", "--output", "json", "--executor", "ray", "--ray-address", cluster.address],
@@ -145,8 +120,10 @@ def test_an_openclaw_run_lost_with_its_worker_is_run_again_and_its_spend_shows(
         assert working, "an OpenClaw case runs on the cluster"
         for pid in working:
             os.kill(pid, signal.SIGKILL)
+        killed.touch()  # (the runs that follow finish at once)
         out, err = proc.communicate(timeout=600)
     finally:
+        killed.touch()
         nodes_docker.script(turns=TURNS)
         nodes_docker.end_containers()
     assert proc.returncode == 0, err
@@ -171,7 +148,7 @@ def test_the_container_of_a_run_lost_with_its_worker_is_stopped_before_the_case_
     its container goes on with the agent, paid requests and all, until its own timeout. The driver stops it (found by
     the label naming the lost attempt) before it runs the case again, and the case's trace names it; before, it ran
     beside the second run, unseen."""
-    driver = _fake(tmp_path / "driver-engine")
+    driver = fake_engine(tmp_path / "driver-engine")
     ws = _workspace(tmp_path / "ws", driver.cli)
     env = _driver_env(driver)
     nodes_docker.script(turns=[{**TURNS[0], "sleep": 300}])  # an agent at work far past this test
@@ -207,13 +184,28 @@ def test_the_container_of_a_run_lost_with_its_worker_is_stopped_before_the_case_
     assert event["metadata"]["containers_stopped"] == [name], event
 
 
-# `claw build` whose driver waits for an OpenClaw task `patience` seconds in all (the run's own limit, 60 s, plus a
-# margin made negative here: the driver gives up while the agent works on).
+# `claw build` whose driver's patience with an OpenClaw task (the run's own limit, 60 s, plus a margin) runs out when
+# the test says so: its wait for the task (run_openclaw's `ray.get(ref, timeout=patience)`) raises GetTimeoutError as
+# that wait does at its end, once the file `told` exists, while the agent works on. (Before session 81 the patience
+# was a fixed 30 s, long for a loaded node to start the container in time: 25 s of it were waited out.)
+PATIENCE_S = 240.0  # (past _first_agent's 180 s: the test's bound, not the driver's, tells of a node that never starts)
 IMPATIENT = """
-import sys
+import os, sys, time
+import ray
 from clawstore.builder import ray_client
 
 ray_client.OPENCLAW_MARGIN_S = %(patience)r - 60
+told, get = sys.argv.pop(1), ray.get
+
+def get_until_told(refs, *, timeout=None, **kwargs):
+    if timeout == %(patience)r:  # (the wait for the task; the give-up's own waits are shorter)
+        deadline = time.monotonic() + timeout
+        while not ray.wait([refs], timeout=0.05)[0]:
+            if os.path.exists(told) or time.monotonic() >= deadline:
+                raise ray.exceptions.GetTimeoutError("the driver's patience ran out")
+    return get(refs, timeout=timeout, **kwargs)
+
+ray.get = get_until_told
 sys.argv = ["claw", *sys.argv[1:]]
 from clawstore.cli import entry
 entry()
@@ -226,18 +218,19 @@ def test_a_case_the_driver_gives_up_waiting_for_has_its_container_stopped_and_na
     its task is cancelled (its worker killed: the attempt's watchdog removes its container; since session 80, before
     which a turn starting as the nodes were asked ran unseen) and its containers are removed on every node before the
     case fails; the give-up error says so, and names those the driver found."""
-    driver = _fake(tmp_path / "driver-engine")
+    driver = fake_engine(tmp_path / "driver-engine")
     ws = _workspace(tmp_path / "ws", driver.cli)
     env = _driver_env(driver)
     nodes_docker.script(turns=[{**TURNS[0], "sleep": 300}])  # an agent at work far past the driver's patience
     before = len(nodes_docker.calls())
+    told = tmp_path / "give-up"
     try:
-        # (30 s: time for a loaded node to start the container, which the test waits for)
-        proc = subprocess.Popen([sys.executable, "-c", IMPATIENT % {"patience": 30.0}, "build", "--suite", "main",
-                                 "--run-profile", "rp", "--case", "oc_a", "--model", "m1", "--output", "json",
-                                 "--executor", "ray", "--ray-address", cluster.address],
+        proc = subprocess.Popen([sys.executable, "-c", IMPATIENT % {"patience": PATIENCE_S}, str(told), "build",
+                                 "--suite", "main", "--run-profile", "rp", "--case", "oc_a", "--model", "m1",
+                                 "--output", "json", "--executor", "ray", "--ray-address", cluster.address],
                                 cwd=ws.root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         [(name, pid)] = _first_agent(proc, nodes_docker).items()
+        told.touch()  # the driver's patience runs out now, the agent at work
         out, err = proc.communicate(timeout=240)
         assert not process_alive(pid, 0), "the given-up run's container still runs its agent"  # (before the finally)
     finally:
@@ -258,8 +251,9 @@ def test_a_case_the_driver_gives_up_waiting_for_has_its_container_stopped_and_na
     assert "not stopped" not in row["error"], row  # (the watchdog, or the driver, removed it: which, a race)
 
 
-# A driver that holds every CPU of the cluster with tasks of its own, gives up after 2 s on an OpenClaw case queued
-# behind them, then lets them go and waits for the given-up task to end (its ref kept as the client submits it).
+# A driver that holds every CPU of the cluster with tasks of its own, gives up after 0.5 s on an OpenClaw case queued
+# behind them, then lets them go and waits for the given-up task to end (its ref kept as the client submits it). (The
+# CPUs are held until after the give-up: a longer patience only waits.)
 QUEUED = """
 import json, sys, time
 from pathlib import Path
@@ -272,7 +266,7 @@ from clawstore.store import Store
 
 args = json.loads(sys.argv[1])
 root = Path(args["root"])
-ray_client.OPENCLAW_MARGIN_S = 2.0 - 60
+ray_client.OPENCLAW_MARGIN_S = 0.5 - 60
 client = ray_client.RayClient(args["address"])
 
 @ray.remote(num_cpus=1)
@@ -372,7 +366,7 @@ def test_a_killed_drivers_container_on_a_node_is_removed_by_its_watchdog(
     Before session 80 nothing did (a real container outlives its `docker run`, which Ray kills with the worker): it ran
     to its timeout, `claw gc` stopping only the local engine's. (The fake's container is its `docker run`, killed
     with the worker: the `rm` is what tells.)"""
-    driver = _fake(tmp_path / "driver-engine")
+    driver = fake_engine(tmp_path / "driver-engine")
     ws = _workspace(tmp_path / "ws", driver.cli)
     env = _driver_env(driver)
     nodes_docker.script(turns=[{**TURNS[0], "sleep": 300}])  # an agent at work far past this test
@@ -402,10 +396,10 @@ def test_a_driver_whose_engine_lacks_the_image_refuses_before_it_asks_the_cluste
     as a local build is (builder/engine_ready.py), before the cluster is asked (here none answers: before session 80
     the build went on to it, and a cluster would have run them keyed with no digest)."""
     from clawstore.builder.buildlog import head_ref
-    from tests.distributed.test_ray_build import _closed_port, need_ray
+    from tests.distributed.test_ray_build import _closed_port
 
     need_ray()
-    driver = _fake(tmp_path / "driver-engine")
+    driver = fake_engine(tmp_path / "driver-engine")
     ws = _workspace(tmp_path / "ws", driver.cli)
     _build(ws, driver)  # locally, with the image: the store and the campaign's head made
     head = Store(ws.root / "store").get_ref(head_ref("main__rp__none"))

@@ -12,7 +12,7 @@ Scenario: {"images": {"<ref>": {"Id": "sha256:…", "RepoDigests": [...]}},
            "validate": {"rc": 0, "stdout": "...", "stderr": "...", "sleep": 0},
            "turns": [{"write": {"rel/path": "text"}, "sparse": {"rel/path": bytes}, "flood": "stdout",
                       "payload": {...} | null, "stdout": "...",
-                      "stderr": "...", "payload_on_stderr": false, "rc": 0, "sleep": 0,
+                      "stderr": "...", "payload_on_stderr": false, "rc": 0, "sleep": 0, "until": "path",
                       "echo_env": false, "write_env_to": "file-in-workspace",
                       "link": {"path under the mount, e.g. workspace": "target"}, "file": {"workspace": "text"},
                       "remove": ["path under the mount, e.g. workspace"], "ask_provider": seconds,
@@ -217,6 +217,10 @@ def play(spec: dict, workspace: Path, env: dict, argv: list[str] | None = None) 
             out.truncate(int(size))
     if spec.get("sleep"):
         time.sleep(float(spec["sleep"]))
+    if spec.get("until"):  # at work until the test says (the file exists), not for a fixed time; at most 300 s
+        deadline = time.monotonic() + 300
+        while not os.path.exists(spec["until"]) and time.monotonic() < deadline:
+            time.sleep(0.05)
     for rel, text in (spec.get("write") or {}).items():
         target = workspace / rel
         target.parent.mkdir(parents=True, exist_ok=True)

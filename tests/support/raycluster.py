@@ -21,6 +21,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 HOST = "127.0.0.2"
 
 
@@ -75,6 +77,13 @@ def ray_available() -> str | None:
     if not ray.exists():
         return "Ray is not installed in this environment (pip install -e '.[test]')"
     return None
+
+
+def need_ray() -> None:
+    """Skip the test where Ray cannot run; in CI (which installs it) fail it instead."""
+    reason = ray_available()
+    if reason:
+        pytest.fail(reason) if os.environ.get("CI") == "true" else pytest.skip(reason)
 
 
 @contextmanager
