@@ -74,16 +74,20 @@ def _report(drawer: ChartBeside | None, suite: str, run_profile: str, evaluation
     with collector_paused(), store.reading_ref(f"campaigns/{ids.campaign_id}") as head_id:
         report = build_report(store, ids.campaign_id, cases, models, manifest=_indexed(store, root, ids.campaign_id),
                               sink=JsonRows if output == "json" else None, read=head_id)  # (JSON rows spilled)
-        report.killed_builds = [k.to_json() for k in killed]
-        _check_filters(ids.campaign_id, report, cases, models)
-        if output == "json":
-            for chunk in json_chunks(report):
-                click.echo(chunk, nl=False)
-            click.echo()
-        elif stdout_is_terminal():
-            print_terminal(report)
-        else:
-            click.echo(render_text(report), nl=False)
+        try:
+            report.killed_builds = [k.to_json() for k in killed]
+            _check_filters(ids.campaign_id, report, cases, models)
+            if output == "json":
+                for chunk in json_chunks(report):
+                    click.echo(chunk, nl=False)
+                click.echo()
+            elif stdout_is_terminal():
+                print_terminal(report)
+            else:
+                click.echo(render_text(report), nl=False)
+        finally:  # (the JSON rows' file: shown, or a filter refused, it goes; else it waited for the collector)
+            if isinstance(report.spilled, JsonRows):
+                report.spilled.close()
     if drawer is None:
         return
     from clawstore.report.chart import NoScoresError

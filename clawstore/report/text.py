@@ -237,6 +237,9 @@ class JsonRows:
             self._file.write((",\n" if self._count > len(self._pending) else "") + _rows_text(self._pending))
             self._pending = []
 
+    def close(self) -> None:
+        self._file.close()
+
     def text(self) -> Iterator[str]:
         """The rows' text, a part at a time; the file is closed after."""
         self._flush()
