@@ -5,23 +5,14 @@ until a full collection (every in-process build of the suite paid one: tests/con
 
 from __future__ import annotations
 
-import gc
-
 from tests.support.claw import Claw, claw, env, ws  # noqa: F401  (fixtures)
-from tests.support.descriptors import open_descriptors
+from tests.support.descriptors import opened_by
 from tests.support.workspace import Workspace
 
 
 def test_a_builds_rows_files_are_closed_when_it_returns(claw: Claw, ws: Workspace) -> None:  # noqa: F811
-    before = open_descriptors()
-    gc.collect()
-    gc.disable()  # (what only a collection would close stays open: the test sees it)
-    try:
-        code, out, err = claw.build()
-        now = open_descriptors()
-    finally:
-        gc.enable()
+    (code, out, err), opened = opened_by(claw.build)
     assert code == 0, out + err
     assert out.count("alpha") == out.count("beta") == 2, out  # (its rows, read from those files: 2 cases x 2 models)
-    left = {fd: what for fd, what in now.items() if before.get(fd) != what and "(deleted)" in what}
+    left = {fd: what for fd, what in opened.items() if "(deleted)" in what}
     assert not left, f"the build left its temporary files open: {left}"

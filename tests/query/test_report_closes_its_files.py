@@ -3,12 +3,10 @@ when the garbage collector next runs (before session 81 a refused filter left th
 
 from __future__ import annotations
 
-import gc
-
 import pytest
 
 from tests.support.claw import Claw, claw, env, ws  # noqa: F401  (fixtures)
-from tests.support.descriptors import open_descriptors
+from tests.support.descriptors import opened_by
 from tests.support.workspace import Workspace
 
 REPORT = ("report", "--suite", "main", "--run-profile", "rp", "--no-chart")
@@ -20,15 +18,7 @@ def test_a_report_closes_the_files_it_opened(claw: Claw, ws: Workspace, extra: t
                                              code: int) -> None:
     built, out, err = claw.build()
     assert built == 0, out + err
-    before = open_descriptors()
-    gc.collect()
-    gc.disable()  # (what only a collection would close stays open: the test sees it)
-    try:
-        exit_code, out, err = claw(*REPORT, *extra)
-        now = open_descriptors()
-    finally:
-        gc.enable()
+    (exit_code, out, err), left = opened_by(lambda: claw(*REPORT, *extra))
     assert exit_code == code, out + err
     assert ("alpha" in out) == (code == 0), out + err  # (its rows shown; a filter matching nothing refused)
-    left = {fd: what for fd, what in now.items() if before.get(fd) != what}
     assert not left, f"the report left files open: {left}"

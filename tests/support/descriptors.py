@@ -6,6 +6,9 @@ import os
 import sysconfig
 import time
 from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
 
 _FDS = "/proc/self/fd"
 # A library's own files are not a test's: matplotlib's font cache keeps the fonts it loaded open for the process.
@@ -21,6 +24,20 @@ def open_descriptors() -> dict[int, str]:
         except OSError:  # (the listing's own descriptor, closed by now)
             pass
     return found
+
+
+def opened_by(call: Callable[[], T]) -> tuple[T, dict[int, str]]:
+    """What `call` returns, and the descriptors open after it that were not before: with the collector off while it
+    runs, so what it left for a garbage collection to close is counted (an in-process command's files)."""
+    before = open_descriptors()
+    gc.collect()
+    gc.disable()
+    try:
+        result = call()
+        now = open_descriptors()
+    finally:
+        gc.enable()
+    return result, {fd: what for fd, what in now.items() if before.get(fd) != what}
 
 
 def left_open(before: dict[int, str], allowed: int, settle: float = 2.0) -> dict[int, str]:
